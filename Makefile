@@ -1,0 +1,51 @@
+# Two commands for a fresh machine: `make run` and `make test`. Both are idempotent.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8080
+
+.PHONY: run test lint types unit browser-deps train-deps clean
+
+# Re-install only when pyproject.toml changes.
+$(VENV)/.run-deps: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.dev-deps: pyproject.toml $(VENV)/.run-deps
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+run: $(VENV)/.run-deps
+	$(PY) run.py serve --host $(HOST) --port $(PORT)
+
+# Debian's chromium drives the real-browser tests (Playwright's own download does not work offline).
+browser-deps:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else \
+	    echo "chromium is missing: run 'sudo apt-get install chromium'"; exit 1; \
+	  fi; \
+	fi
+
+lint: $(VENV)/.dev-deps
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+types: $(VENV)/.dev-deps
+	$(PY) -m mypy
+
+unit: $(VENV)/.dev-deps
+	$(PY) -m pytest -q
+
+test: browser-deps lint types unit
+
+# Training only (PyTorch, onnx): see docs/detector.md. Never needed by run or test.
+train-deps: $(VENV)/.dev-deps
+	$(PY) -m pip install -q -e '.[train]'
+
+clean:
+	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,100 @@
+"""Model cards: the JSON file beside each shipped ONNX model that says how to feed and read it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MODELS_DIR = Path(__file__).resolve().parent / "models"
+
+
+class ModelCardError(ValueError):
+    """A model card is missing, unreadable or lacks a required field."""
+
+
+@dataclass(frozen=True, slots=True)
+class InputSpec:
+    name: str
+    width: int
+    height: int
+    scale: float = 1.0 / 255.0
+    pad_value: int = 114
+    color: str = "RGB"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCard:
+    """What the runtime needs to know about one ONNX file, plus its measured numbers."""
+
+    path: Path
+    tier: str
+    precision: str
+    classes: tuple[str, ...]
+    input: InputSpec
+    heatmap_output: str
+    boxes_output: str
+    stride: int
+    threshold: float
+    macs: int = 0
+    params: int = 0
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def model_path(self) -> Path:
+        return self.path.with_suffix(".onnx")
+
+
+def read_card(path: Path) -> ModelCard:
+    """Parse the card at ``path``; its model is ``path`` with the suffix ``.onnx``.
+
+    Raises:
+        ModelCardError: the file is missing, is not JSON, or lacks a field.
+    """
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        spec = raw["input"]
+        outputs = raw["outputs"]
+        return ModelCard(
+            path=path,
+            tier=str(raw["tier"]),
+            precision=str(raw["precision"]),
+            classes=tuple(str(c) for c in raw["classes"]),
+            input=InputSpec(
+                name=str(spec["name"]),
+                width=int(spec["width"]),
+                height=int(spec["height"]),
+                scale=float(spec.get("scale", 1.0 / 255.0)),
+                pad_value=int(spec.get("pad_value", 114)),
+                color=str(spec.get("color", "RGB")),
+            ),
+            heatmap_output=str(outputs["heatmap"]),
+            boxes_output=str(outputs["boxes"]),
+            stride=int(outputs["stride"]),
+            threshold=float(raw["threshold"]),
+            macs=int(raw.get("macs", 0)),
+            params=int(raw.get("params", 0)),
+            metrics=dict(raw.get("metrics", {})),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ModelCardError(f"bad model card {path}: {exc}") from exc
+
+
+def list_cards(models_dir: Path = MODELS_DIR) -> list[ModelCard]:
+    """Every readable card in ``models_dir`` whose model exists, by tier and precision."""
+    cards = [read_card(p) for p in sorted(models_dir.glob("*.json"))]
+    return [c for c in cards if c.model_path.exists()]
+
+
+def find_card(tier: str, precision: str = "int8", models_dir: Path = MODELS_DIR) -> ModelCard:
+    """The card for ``tier`` at ``precision``.
+
+    Raises:
+        ModelCardError: no such model is shipped.
+    """
+    for card in list_cards(models_dir):
+        if card.tier == tier and card.precision == precision:
+            return card
+    have = sorted({(c.tier, c.precision) for c in list_cards(models_dir)})
+    raise ModelCardError(f"no {precision} model for tier {tier!r} in {models_dir}; have {have}")

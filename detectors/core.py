@@ -1,0 +1,68 @@
+"""The one result type every detector returns, and the interface a detector implements."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+Box = tuple[float, float, float, float]
+"""``(x0, y0, x1, y1)`` in pixels of the frame as received."""
+
+ImageBGR = npt.NDArray[np.uint8]
+"""An ``H x W x 3`` uint8 image in OpenCV's BGR order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    label: str
+    score: float
+    box: Box
+
+    def to_json(self) -> dict[str, object]:
+        return {"label": self.label, "score": round(self.score, 4), "box": rounded_box(self.box)}
+
+
+@dataclass(frozen=True, slots=True)
+class Detections:
+    """What one detector saw in one frame, best score first."""
+
+    items: tuple[Detection, ...] = ()
+
+    def __iter__(self) -> Iterator[Detection]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def above(self, min_score: float) -> Detections:
+        return Detections(tuple(d for d in self.items if d.score >= min_score))
+
+
+class Detector(Protocol):
+    """Anything that turns a BGR frame into :class:`Detections`.
+
+    ``detect`` must be safe to call from a worker thread; it may be slow (it is
+    never called on the event loop).
+    """
+
+    @property
+    def tier(self) -> str: ...
+
+    def detect(self, image: ImageBGR) -> Detections: ...
+
+
+def rounded_box(box: Box) -> list[float]:
+    return [round(v, 1) for v in box]
+
+
+def iou(a: Box, b: Box) -> float:
+    """Intersection over union of two ``(x0, y0, x1, y1)`` boxes; 0 for empty ones."""
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0

@@ -1,0 +1,122 @@
+"""The shipped detector: an anchor-free heat-map + box-regression network run by ONNX Runtime.
+
+The network sees a letterboxed RGB image; it returns a per-class heat map (after
+sigmoid) and, at every heat-map cell, the distances from the cell centre to the
+box's left, top, right and bottom edges, in input pixels. Peaks of the heat map
+are the detections.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+
+from detectors.card import ModelCard, find_card
+from detectors.core import Box, Detection, Detections, ImageBGR, iou
+
+MAX_PEAKS = 20
+NMS_IOU = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Letterbox:
+    """How a frame was scaled and padded into the network input, so boxes can be mapped back."""
+
+    scale: float
+    pad_x: int
+    pad_y: int
+
+    def to_frame(self, box: Box, width: int, height: int) -> Box:
+        x0, x1 = ((v - self.pad_x) / self.scale for v in (box[0], box[2]))
+        y0, y1 = ((v - self.pad_y) / self.scale for v in (box[1], box[3]))
+        return (
+            min(max(x0, 0.0), width),
+            min(max(y0, 0.0), height),
+            min(max(x1, 0.0), width),
+            min(max(y1, 0.0), height),
+        )
+
+
+def letterbox(image: ImageBGR, card: ModelCard) -> tuple[npt.NDArray[np.float32], Letterbox]:
+    """Resize ``image`` into the card's input size keeping its aspect, as an NCHW float tensor."""
+    spec = card.input
+    h, w = image.shape[:2]
+    scale = min(spec.width / w, spec.height / h)
+    nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
+    pad_x, pad_y = (spec.width - nw) // 2, (spec.height - nh) // 2
+    canvas = np.full((spec.height, spec.width, 3), spec.pad_value, np.uint8)
+    interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+    canvas[pad_y : pad_y + nh, pad_x : pad_x + nw] = cv2.resize(
+        image, (nw, nh), interpolation=interpolation
+    )
+    if spec.color == "RGB":
+        canvas = canvas[:, :, ::-1]
+    tensor = (canvas.transpose(2, 0, 1)[None].astype(np.float32)) * np.float32(spec.scale)
+    return np.ascontiguousarray(tensor), Letterbox(scale, pad_x, pad_y)
+
+
+def decode(
+    heatmap: npt.NDArray[np.float32],
+    boxes: npt.NDArray[np.float32],
+    stride: int,
+    threshold: float,
+) -> list[tuple[int, float, Box]]:
+    """Peaks of ``heatmap`` (C x h x w) above ``threshold`` as (class, score, box in input px).
+
+    A peak is a cell that is the maximum of its 3x3 neighbourhood; overlapping
+    peaks of one class are then thinned by non-maximum suppression.
+    """
+    found: list[tuple[int, float, Box]] = []
+    for cls, plane in enumerate(heatmap):
+        peaks = (plane >= threshold) & (plane == cv2.dilate(plane, np.ones((3, 3), np.uint8)))
+        ys, xs = np.nonzero(peaks)
+        order = np.argsort(-plane[ys, xs])[:MAX_PEAKS]
+        kept: list[Box] = []
+        for y, x in zip(ys[order], xs[order], strict=True):
+            cx, cy = (x + 0.5) * stride, (y + 0.5) * stride
+            left, top, right, bottom = boxes[:, y, x].tolist()
+            box = (cx - left, cy - top, cx + right, cy + bottom)
+            if all(iou(box, k) < NMS_IOU for k in kept):
+                kept.append(box)
+                found.append((cls, float(plane[y, x]), box))
+    return found
+
+
+class OnnxDetector:
+    """Runs one shipped model. Thread-safe: ONNX Runtime sessions allow concurrent ``run``."""
+
+    def __init__(self, card: ModelCard, threads: int = 1, threshold: float | None = None) -> None:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.card = card
+        self.threshold = card.threshold if threshold is None else threshold
+        self._session = ort.InferenceSession(
+            str(card.model_path), options, providers=["CPUExecutionProvider"]
+        )
+        self._outputs = [card.heatmap_output, card.boxes_output]
+
+    @property
+    def tier(self) -> str:
+        return self.card.tier
+
+    def detect(self, image: ImageBGR) -> Detections:
+        tensor, box_map = letterbox(image, self.card)
+        heatmap, boxes = self._session.run(self._outputs, {self.card.input.name: tensor})
+        h, w = image.shape[:2]
+        found = [
+            Detection(self.card.classes[cls], score, box_map.to_frame(box, w, h))
+            for cls, score, box in decode(heatmap[0], boxes[0], self.card.stride, self.threshold)
+        ]
+        found.sort(key=lambda d: -d.score)
+        return Detections(tuple(found))
+
+
+def load_detector(tier: str = "l", precision: str = "int8", threads: int = 1) -> OnnxDetector:
+    """The shipped model of ``tier``; see ``detectors/models/*.json`` for what exists."""
+    return OnnxDetector(find_card(tier, precision), threads=threads)

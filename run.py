@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""The one entry point: ``python run.py serve | replay | ...``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="run.py", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve the demo page, WebRTC and the websocket API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--profile", default="host", help="default device profile of sessions")
+    serve.add_argument("--precision", default="int8", choices=["int8", "fp32"])
+
+    replay = sub.add_parser("replay", help="run a recorded video through the session pipeline")
+    replay.add_argument("video")
+    replay.add_argument("--profile", default="host")
+    replay.add_argument("--jsonl", default="-", help="output path, '-' for stdout")
+    replay.add_argument(
+        "--fast", action="store_true", help="process every frame as fast as the host allows"
+    )
+
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if args.command == "serve":
+        from stream.server import serve as run_server
+
+        run_server(args.host, args.port, args.profile, args.precision)
+        return 0
+    if args.command == "replay":
+        from clients.replay import replay_main
+
+        return replay_main(args.video, args.profile, args.jsonl, fast=args.fast)
+    parser.error(f"unknown command {args.command}")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

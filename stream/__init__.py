@@ -1,0 +1,1 @@
+"""The asyncio layer: sockets, peer connections and executors that feed the pure cores."""

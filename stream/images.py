@@ -1,0 +1,88 @@
+"""Turning received bytes and video frames into BGR images, with limits checked before decoding."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from functools import partial
+
+import av
+import cv2
+import numpy as np
+
+from detectors.core import ImageBGR
+from stream.session import FrameError
+
+MAX_FRAME_BYTES = 4 * 1024 * 1024
+"""Largest encoded image accepted (websocket message size is capped to this too)."""
+MAX_PIXELS = 4096 * 4096
+"""Largest decoded image accepted, checked from the header so a pixel bomb is never decoded."""
+
+_JPEG_SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
+
+
+def image_size(data: bytes) -> tuple[int, int]:
+    """``(width, height)`` read from a JPEG or PNG header, without decoding pixels.
+
+    Raises:
+        FrameError: ``bad_image`` when the bytes are neither, or the header is cut short.
+    """
+    if data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) >= 24 and data[12:16] == b"IHDR":
+        width, height = struct.unpack(">II", data[16:24])
+        return int(width), int(height)
+    if data.startswith(b"\xff\xd8"):
+        pos = 2
+        while pos + 4 <= len(data):
+            if data[pos] != 0xFF:
+                break
+            marker = data[pos + 1]
+            if marker == 0xFF:  # fill byte
+                pos += 1
+                continue
+            (length,) = struct.unpack(">H", data[pos + 2 : pos + 4])
+            if marker in _JPEG_SOF and pos + 9 <= len(data):
+                height, width = struct.unpack(">HH", data[pos + 5 : pos + 9])
+                return int(width), int(height)
+            pos += 2 + length
+        raise FrameError("bad_image", "JPEG without a readable frame header")
+    raise FrameError("bad_image", "not a JPEG or PNG image")
+
+
+def check_image(data: bytes) -> None:
+    """Refuse oversized messages and images before any decoding.
+
+    Raises:
+        FrameError: ``frame_too_large`` or ``too_many_pixels`` or ``bad_image``.
+    """
+    if len(data) > MAX_FRAME_BYTES:
+        raise FrameError(
+            "frame_too_large", f"image is {len(data)} bytes; the limit is {MAX_FRAME_BYTES}"
+        )
+    width, height = image_size(data)
+    if width <= 0 or height <= 0 or width * height > MAX_PIXELS:
+        raise FrameError(
+            "too_many_pixels", f"image is {width}x{height}; the limit is {MAX_PIXELS} pixels"
+        )
+
+
+def decode_image(data: bytes) -> ImageBGR:
+    """Decode checked JPEG/PNG bytes to BGR.
+
+    Raises:
+        FrameError: ``bad_image`` when OpenCV cannot decode it (corrupt or truncated).
+    """
+    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    if image is None:
+        raise FrameError("bad_image", "image data is corrupt or truncated")
+    return np.asarray(image, np.uint8)
+
+
+def image_decoder(data: bytes) -> Callable[[], ImageBGR]:
+    """Check ``data`` now (cheap) and return the deferred decode for the executor."""
+    check_image(data)
+    return partial(decode_image, data)
+
+
+def video_frame_decoder(frame: av.VideoFrame) -> Callable[[], ImageBGR]:
+    """Deferred colour conversion of a decoded video frame (WebRTC track or file)."""
+    return partial(frame.to_ndarray, format="bgr24")

@@ -1,0 +1,66 @@
+"""One aiohttp application on one port: the demo page, WebRTC signalling and the websocket API."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from pathlib import Path
+
+import aioice.ice
+from aiohttp import web
+
+from hw_sim import PROFILES
+from stream.pipelines import Pipelines
+from stream.webrtc import WebRtcGateway
+from stream.ws_api import WebsocketApi
+
+log = logging.getLogger(__name__)
+
+WEB_ROOT = Path(__file__).resolve().parent.parent / "clients" / "web"
+
+
+def build_app(pipelines: Pipelines, default_profile: str = "host") -> web.Application:
+    gateway = WebRtcGateway(pipelines, default_profile)
+    api = WebsocketApi(pipelines, default_profile)
+
+    async def index(_: web.Request) -> web.FileResponse:
+        return web.FileResponse(WEB_ROOT / "index.html")
+
+    async def profiles(_: web.Request) -> web.Response:
+        return web.json_response(
+            [
+                {"name": p.name, "tier": p.tier, "default": p.name == default_profile}
+                for p in PROFILES.values()
+            ]
+        )
+
+    async def on_shutdown(_: web.Application) -> None:
+        await gateway.close_all()
+        pipelines.shutdown()
+
+    app = web.Application()
+    app.router.add_get("/", index)
+    app.router.add_get("/profiles", profiles)
+    app.router.add_post("/offer", gateway.offer)
+    app.router.add_get("/ws", api.handle)
+    app.router.add_static("/static/", WEB_ROOT)
+    app.on_shutdown.append(on_shutdown)
+    return app
+
+
+def keep_ice_on_loopback() -> None:
+    """Gather WebRTC host candidates on 127.0.0.1 only.
+
+    aioice skips loopback and uses every other interface; a server bound to a
+    loopback address is meant to talk to this machine alone, so its media
+    should too (the browser must then offer loopback candidates).
+    """
+    aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"] if use_ipv4 else []
+
+
+def serve(host: str, port: int, profile: str, precision: str = "int8") -> None:
+    if ipaddress.ip_address(host if host != "localhost" else "127.0.0.1").is_loopback:
+        keep_ice_on_loopback()
+    app = build_app(Pipelines(precision), profile)
+    log.info("serving on http://%s:%d/", host, port)
+    web.run_app(app, host=host, port=port, print=lambda msg: log.info("%s", msg))
