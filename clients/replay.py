@@ -51,7 +51,7 @@ async def replay(path: str, profile: str, out: TextIO, fast: bool) -> None:
     slow device drops frames as it would live); ``fast`` offers each frame only
     once the previous one is processed.
     """
-    pipelines = Pipelines()
+    pipelines = Pipelines.from_models()
 
     async def send(message: Message) -> None:
         out.write(json.dumps(message, ensure_ascii=False) + "\n")

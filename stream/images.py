@@ -71,6 +71,9 @@ def decode_image(data: bytes) -> ImageBGR:
     Raises:
         FrameError: ``bad_image`` when OpenCV cannot decode it (corrupt or truncated).
     """
+    if data.startswith(b"\xff\xd8") and not data.rstrip(b"\x00").endswith(b"\xff\xd9"):
+        # libjpeg "decodes" a cut-off JPEG into a grey-padded image; refuse it instead.
+        raise FrameError("bad_image", "JPEG is truncated (no end-of-image marker)")
     image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
     if image is None:
         raise FrameError("bad_image", "image data is corrupt or truncated")

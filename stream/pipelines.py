@@ -47,15 +47,21 @@ class SessionOptions:
 class Pipelines:
     """Shared, read-only resources of all sessions: the loaded detectors and one executor."""
 
-    def __init__(self, precision: str = "int8", workers: int | None = None) -> None:
-        self.detectors: dict[str, Detector] = {
-            card.tier: OnnxDetector(card) for card in list_cards() if card.precision == precision
-        }
-        if not self.detectors:
-            raise RuntimeError(f"no {precision} models found in detectors/models")
+    def __init__(self, detectors: dict[str, Detector], workers: int | None = None) -> None:
+        if not detectors:
+            raise RuntimeError("no detectors to serve")
+        self.detectors = detectors
         self.executor = ThreadPoolExecutor(
             max_workers=workers or os.cpu_count() or 1, thread_name_prefix="infer"
         )
+
+    @classmethod
+    def from_models(cls, precision: str = "int8") -> Pipelines:
+        """Load every shipped model of ``precision`` (done once, at start-up)."""
+        found = [card for card in list_cards() if card.precision == precision]
+        if not found:
+            raise RuntimeError(f"no {precision} models found in detectors/models")
+        return cls({card.tier: OnnxDetector(card) for card in found})
 
     def detector_for(self, tier: str) -> Detector:
         try:

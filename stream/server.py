@@ -16,6 +16,8 @@ from stream.ws_api import WebsocketApi
 
 log = logging.getLogger(__name__)
 
+GATEWAY = web.AppKey("gateway", WebRtcGateway)
+
 WEB_ROOT = Path(__file__).resolve().parent.parent / "clients" / "web"
 
 
@@ -39,6 +41,7 @@ def build_app(pipelines: Pipelines, default_profile: str = "host") -> web.Applic
         pipelines.shutdown()
 
     app = web.Application()
+    app[GATEWAY] = gateway
     app.router.add_get("/", index)
     app.router.add_get("/profiles", profiles)
     app.router.add_post("/offer", gateway.offer)
@@ -48,19 +51,19 @@ def build_app(pipelines: Pipelines, default_profile: str = "host") -> web.Applic
     return app
 
 
-def keep_ice_on_loopback() -> None:
-    """Gather WebRTC host candidates on 127.0.0.1 only.
+def loopback_host_addresses(use_ipv4: bool, use_ipv6: bool) -> list[str]:
+    """Stands in for ``aioice.ice.get_host_addresses``: ICE host candidates on loopback only.
 
     aioice skips loopback and uses every other interface; a server bound to a
     loopback address is meant to talk to this machine alone, so its media
     should too (the browser must then offer loopback candidates).
     """
-    aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"] if use_ipv4 else []
+    return (["127.0.0.1"] if use_ipv4 else []) + (["::1"] if use_ipv6 else [])
 
 
 def serve(host: str, port: int, profile: str, precision: str = "int8") -> None:
     if ipaddress.ip_address(host if host != "localhost" else "127.0.0.1").is_loopback:
-        keep_ice_on_loopback()
-    app = build_app(Pipelines(precision), profile)
+        aioice.ice.get_host_addresses = loopback_host_addresses
+    app = build_app(Pipelines.from_models(precision), profile)
     log.info("serving on http://%s:%d/", host, port)
     web.run_app(app, host=host, port=port, print=lambda msg: log.info("%s", msg))

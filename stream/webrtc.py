@@ -100,6 +100,8 @@ class WebRtcGateway:
 
         try:
             await pc.setRemoteDescription(RTCSessionDescription(sdp=sdp, type="offer"))
+            if pc.sctp is None or not any(t.kind == "video" for t in pc.getTransceivers()):
+                raise ValueError("the offer needs a video track and a data channel")
             await pc.setLocalDescription(await pc.createAnswer())
         except Exception as exc:  # aiortc raises many types for bad SDP
             await self.close(peer_id)

@@ -1,0 +1,38 @@
+"""Test doubles shared by several test packages."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from detectors.core import Detection, Detections, ImageBGR
+
+RED = (0, 0, 255)
+
+
+class RedSquareDetector:
+    """Finds the bounding box of pure-red pixels: a stand-in for the model in transport tests."""
+
+    def __init__(self, tier: str = "l") -> None:
+        self.tier = tier
+
+    def detect(self, image: ImageBGR) -> Detections:
+        mask = cv2.inRange(image, (0, 0, 200), (60, 60, 255))
+        points = cv2.findNonZero(mask)
+        if points is None or len(points) < 50:
+            return Detections()
+        x, y, w, h = cv2.boundingRect(points)
+        return Detections((Detection("fu", 0.9, (float(x), float(y), float(x + w), float(y + h))),))
+
+
+def red_square_frame(width: int = 320, height: int = 240, square: bool = True) -> ImageBGR:
+    image = np.full((height, width, 3), 90, np.uint8)
+    if square:
+        cv2.rectangle(image, (width // 3, height // 3), (width // 2, height // 2), RED, -1)
+    return image
+
+
+def jpeg(image: ImageBGR) -> bytes:
+    ok, data = cv2.imencode(".jpg", image)
+    assert ok
+    return bytes(data)

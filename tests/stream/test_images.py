@@ -1,0 +1,80 @@
+import struct
+
+import cv2
+import numpy as np
+import pytest
+
+from stream.images import MAX_FRAME_BYTES, check_image, decode_image, image_size
+from stream.session import FrameError
+
+
+def encoded(ext: str, width: int, height: int) -> bytes:
+    ok, data = cv2.imencode(ext, np.zeros((height, width, 3), np.uint8))
+    assert ok
+    return bytes(data)
+
+
+def png_header(width: int, height: int) -> bytes:
+    return (
+        b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + struct.pack(">II", width, height)
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "size"),
+    [
+        (encoded(".jpg", 64, 48), (64, 48)),
+        (encoded(".png", 33, 17), (33, 17)),
+        (png_header(100_000, 100_000), (100_000, 100_000)),
+    ],
+)
+def test_image_size_reads_the_header(data, size):
+    assert image_size(data) == size
+
+
+@pytest.mark.parametrize(
+    ("data", "code"),
+    [
+        (b"", "bad_image"),
+        (b"hello world", "bad_image"),
+        (b"\xff\xd8\xff", "bad_image"),
+        (encoded(".jpg", 64, 48)[:4], "bad_image"),
+        (png_header(100_000, 100_000), "too_many_pixels"),
+        (png_header(0, 10), "too_many_pixels"),
+        (b"\xff\xd8" + bytes(MAX_FRAME_BYTES), "frame_too_large"),
+    ],
+)
+def test_check_image_refuses_before_decoding(data, code):
+    with pytest.raises(FrameError) as caught:
+        check_image(data)
+    assert caught.value.code == code
+
+
+def noisy_jpeg() -> bytes:
+    noise = np.random.default_rng(0).integers(0, 255, (48, 64, 3), np.uint8)
+    ok, data = cv2.imencode(".jpg", noise)
+    assert ok
+    return bytes(data)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        noisy_jpeg()[: len(noisy_jpeg()) // 2],  # cut in the entropy-coded data
+        noisy_jpeg()[:-2],  # only the end marker missing
+        noisy_jpeg()[:700] + bytes(300) + noisy_jpeg()[1000:],  # corrupt middle, valid ends
+    ],
+)
+def test_truncated_or_corrupt_jpeg_passes_the_header_check_but_fails_to_decode(data):
+    check_image(data)
+    try:
+        image = decode_image(data)
+    except FrameError as exc:
+        assert exc.code == "bad_image"
+    else:  # libjpeg may recover a corrupt middle; then the image must still be whole
+        assert image.shape == (48, 64, 3)
+
+
+def test_decode_returns_bgr():
+    image = decode_image(encoded(".png", 8, 4))
+    assert image.shape == (4, 8, 3) and image.dtype == np.uint8

@@ -1,0 +1,70 @@
+import asyncio
+import json
+
+import pytest
+from fakes import jpeg, red_square_frame
+from websockets.asyncio.client import connect
+
+
+async def receive_until(ws, predicate, limit=5.0):
+    """Messages received until one satisfies ``predicate`` (inclusive)."""
+    seen = []
+    async with asyncio.timeout(limit):
+        while True:
+            seen.append(json.loads(await ws.recv()))
+            if predicate(seen[-1]):
+                return seen
+
+
+@pytest.fixture
+def ws_url(fake_server):
+    return f"ws://127.0.0.1:{fake_server.port}/ws"
+
+
+async def test_start_then_frames_give_frame_and_recognized_messages(ws_url):
+    async with connect(ws_url) as ws:
+        await ws.send(json.dumps({"type": "start"}))
+        ready = json.loads(await ws.recv())
+        assert ready["type"] == "ready" and ready["tier"] == "l"
+        assert ready["limits"]["max_frame_bytes"] > 0
+        seen = []
+        for _ in range(6):
+            await ws.send(jpeg(red_square_frame()))
+            seen += await receive_until(ws, lambda m: m["type"] == "frame")
+        assert any(m.get("event") == "recognized" and m["label"] == "fu" for m in seen)
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        ("not json", "bad_json"),
+        ("[1, 2]", "bad_json"),
+        (json.dumps({"type": "dance"}), "unknown_type"),
+        (json.dumps({"type": "start", "profile": 3}), "bad_option"),
+        (json.dumps({"type": "start", "profile": "toaster"}), "unknown_profile"),
+        (b"\xff\xd8 not really a jpeg", "not_started"),
+    ],
+)
+async def test_bad_messages_get_a_coded_error_and_the_session_stays_usable(ws_url, message, code):
+    async with connect(ws_url) as ws:
+        await ws.send(message)
+        error = json.loads(await ws.recv())
+        assert error["type"] == "error" and error["code"] == code
+        await ws.send(json.dumps({"type": "start"}))
+        assert json.loads(await ws.recv())["type"] == "ready"
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [(b"garbage", "bad_image"), (jpeg(red_square_frame())[:300], "bad_image")],
+)
+async def test_bad_frames_after_start_get_errors_and_later_frames_still_work(ws_url, payload, code):
+    async with connect(ws_url) as ws:
+        await ws.send(json.dumps({"type": "start"}))
+        await ws.recv()
+        await ws.send(payload)
+        error = json.loads(await ws.recv())
+        assert error["code"] == code
+        await ws.send(jpeg(red_square_frame()))
+        seen = await receive_until(ws, lambda m: m["type"] == "frame")
+        assert seen[-1]["detections"]
