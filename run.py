@@ -26,6 +26,13 @@ def main(argv: list[str] | None = None) -> int:
         "--fast", action="store_true", help="process every frame as fast as the host allows"
     )
 
+    client = sub.add_parser("client", help="stream a webcam, video or image folder to a server")
+    client.add_argument("source", help="video file, folder of images, or webcam index (0)")
+    client.add_argument("--url", default="ws://127.0.0.1:8080/ws")
+    client.add_argument("--profile", default=None)
+    client.add_argument("--tier", default=None)
+    client.add_argument("--fps", type=float, default=15.0, help="pace for image folders")
+
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if args.command == "serve":
@@ -37,6 +44,11 @@ def main(argv: list[str] | None = None) -> int:
         from clients.replay import replay_main
 
         return replay_main(args.video, args.profile, args.jsonl, fast=args.fast)
+    if args.command == "client":
+        from clients.ws_client import client_main
+
+        options = {k: v for k, v in (("profile", args.profile), ("tier", args.tier)) if v}
+        return client_main(args.url, args.source, args.fps, options)
     parser.error(f"unknown command {args.command}")
     return 2
 

@@ -6,42 +6,13 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-import av
-
+from clients.sources import SourceError, video_frames
 from stream.images import video_frame_decoder
 from stream.pipelines import Pipelines, SessionOptions
 from stream.session import Message
-
-
-class ReplayError(RuntimeError):
-    """The input cannot be read as video."""
-
-
-def video_frames(path: str) -> Iterator[tuple[float, av.VideoFrame]]:
-    """Decoded frames of ``path`` with their presentation time (seconds, first frame = 0).
-
-    Raises:
-        ReplayError: the file is missing or holds no decodable video.
-    """
-    try:
-        container = av.open(path)
-    except (av.FFmpegError, OSError) as exc:
-        raise ReplayError(f"cannot open {path}: {exc}") from exc
-    with container:
-        if not container.streams.video:
-            raise ReplayError(f"{path} has no video stream")
-        first: float | None = None
-        try:
-            for index, frame in enumerate(container.decode(video=0)):
-                t = float(frame.time) if frame.time is not None else index / 30.0
-                first = t if first is None else first
-                yield t - first, frame
-        except av.FFmpegError as exc:
-            raise ReplayError(f"{path}: video data is corrupt: {exc}") from exc
 
 
 async def replay(path: str, profile: str, out: TextIO, fast: bool) -> None:
@@ -85,7 +56,7 @@ def replay_main(video: str, profile: str, jsonl: str, fast: bool) -> int:
         out = sys.stdout if jsonl == "-" else stack.enter_context(open(jsonl, "w"))
         try:
             asyncio.run(replay(video, profile, out, fast))
-        except ReplayError as exc:
+        except SourceError as exc:
             print(f"replay: {exc}", file=sys.stderr)
             return 2
     return 0

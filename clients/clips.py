@@ -1,0 +1,33 @@
+"""Writing frames to video files: Y4M for Chromium's fake camera, MP4/WebM/etc. via PyAV."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import cv2
+
+from detectors.core import ImageBGR
+
+
+def write_y4m(frames: Sequence[ImageBGR], path: Path, fps: int) -> None:
+    """Raw 4:2:0 video, the format ``--use-file-for-fake-video-capture`` plays (in a loop)."""
+    height, width = frames[0].shape[:2]
+    with path.open("wb") as out:
+        out.write(f"YUV4MPEG2 W{width} H{height} F{fps}:1 Ip A1:1 C420jpeg\n".encode())
+        for frame in frames:
+            out.write(b"FRAME\n")
+            out.write(cv2.cvtColor(frame, cv2.COLOR_BGR2YUV_I420).tobytes())
+
+
+def write_video(frames: Sequence[ImageBGR], path: Path, fps: int, codec: str = "libx264") -> None:
+    """Encode ``frames`` into any container PyAV/FFmpeg writes (by ``path``'s suffix)."""
+    height, width = frames[0].shape[:2]
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream(codec, rate=Fraction(fps))
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        for frame in frames:
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="bgr24")))
+        container.mux(stream.encode(None))

@@ -1,0 +1,83 @@
+"""Frame sources shared by the replay tool and the websocket client: files, folders, webcams."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import av
+import cv2
+import numpy as np
+
+from detectors.core import ImageBGR
+
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".webp"}
+
+
+class SourceError(RuntimeError):
+    """The input cannot be read as video or images."""
+
+
+def video_frames(path: str) -> Iterator[tuple[float, av.VideoFrame]]:
+    """Decoded frames of ``path`` with their presentation time (seconds, first frame = 0).
+
+    Raises:
+        SourceError: the file is missing or holds no decodable video.
+    """
+    try:
+        container = av.open(path)
+    except (av.FFmpegError, OSError) as exc:
+        raise SourceError(f"cannot open {path}: {exc}") from exc
+    with container:
+        if not container.streams.video:
+            raise SourceError(f"{path} has no video stream")
+        first: float | None = None
+        try:
+            for index, frame in enumerate(container.decode(video=0)):
+                t = float(frame.time) if frame.time is not None else index / 30.0
+                first = t if first is None else first
+                yield t - first, frame
+        except av.FFmpegError as exc:
+            raise SourceError(f"{path}: video data is corrupt: {exc}") from exc
+
+
+def folder_frames(path: Path, fps: float) -> Iterator[tuple[float, ImageBGR]]:
+    """The images of a folder in name order, as frames ``1/fps`` apart; unreadable ones raise."""
+    files = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    if not files:
+        raise SourceError(f"{path} holds no images ({', '.join(sorted(IMAGE_SUFFIXES))})")
+    for index, file in enumerate(files):
+        image = cv2.imread(str(file), cv2.IMREAD_COLOR)
+        if image is None:
+            raise SourceError(f"cannot read image {file}")
+        yield index / fps, np.asarray(image, np.uint8)
+
+
+def webcam_frames(index: int) -> Iterator[tuple[float, ImageBGR]]:
+    """Frames of a local camera, timed by the capture clock."""
+    capture = cv2.VideoCapture(index)
+    if not capture.isOpened():
+        raise SourceError(f"cannot open webcam {index}")
+    try:
+        first: float | None = None
+        while True:
+            ok, image = capture.read()
+            if not ok:
+                return
+            t = capture.get(cv2.CAP_PROP_POS_MSEC) / 1000.0
+            first = t if first is None else first
+            yield t - first, np.asarray(image, np.uint8)
+    finally:
+        capture.release()
+
+
+def bgr_frames(source: str, fps: float = 15.0) -> Iterator[tuple[float, ImageBGR]]:
+    """Any source as ``(t, BGR image)``: a webcam index, a folder of images or a video file."""
+    if source.isdigit():
+        return webcam_frames(int(source))
+    path = Path(source)
+    if path.is_dir():
+        return folder_frames(path, fps)
+    if not path.exists():
+        raise SourceError(f"no such file: {source}")
+    return ((t, frame.to_ndarray(format="bgr24")) for t, frame in video_frames(source))
