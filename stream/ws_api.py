@@ -1,10 +1,16 @@
-"""The websocket API: a JSON ``start`` message, then binary JPEG/PNG frames; results come back."""
+"""The websocket API (docs/api.md): a JSON ``start`` message, then binary JPEG/PNG frames.
+
+Results come back on the same socket as the result messages of DESIGN.md. Every
+bad message gets an ``error`` message with a stable code and the session stays
+usable; only transport-level violations (oversized message) close the socket.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import WSMsgType, web
@@ -14,6 +20,105 @@ from stream.pipelines import Pipelines, SessionOptions
 from stream.session import FrameError, Message, Session, error_message
 
 PROTOCOL_VERSION = 1
+MAX_FPS = 60.0
+"""Sustained frames per second a session may send (bursts up to one second's worth are fine);
+frames beyond that are refused with ``rate_limited``."""
+HEARTBEAT_S = 20.0
+"""Ping interval; a client that does not answer within another interval is disconnected."""
+
+
+@dataclass(slots=True)
+class TokenBucket:
+    """Allows ``rate`` events per second on average and bursts of up to ``burst``."""
+
+    rate: float
+    burst: float
+    tokens: float = -1.0
+    updated: float = 0.0
+
+    def take(self, now: float) -> bool:
+        """Spend one token at time ``now`` if there is one."""
+        if self.tokens < 0:
+            self.tokens = self.burst
+        else:
+            self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
+class WebsocketConnection:
+    """The state of one websocket client: its session (after ``start``) and its frame clock."""
+
+    def __init__(self, ws: web.WebSocketResponse, pipelines: Pipelines, profile: str) -> None:
+        self.ws = ws
+        self.pipelines = pipelines
+        self.default_profile = profile
+        self.session: Session | None = None
+        self.runner: asyncio.Task[None] | None = None
+        self.started_at = 0.0
+        self.next_t: float | None = None  # client timestamp for the next frame
+        self.last_t = float("-inf")
+        self.frame_budget = TokenBucket(rate=MAX_FPS, burst=MAX_FPS)
+
+    async def send(self, message: Message) -> None:
+        if not self.ws.closed:
+            await self.ws.send_str(json.dumps(message))
+
+    async def on_text(self, text: str) -> None:
+        request = _parse(text)
+        kind = request.get("type")
+        if kind == "start":
+            await self.start(request)
+        elif kind == "timestamp":
+            t = request.get("t")
+            if isinstance(t, bool) or not isinstance(t, int | float) or not t >= 0:
+                raise FrameError("bad_field", "timestamp 't' must be a number of seconds >= 0")
+            self.next_t = float(t)
+        else:
+            raise FrameError("unknown_type", f"unknown message type {kind!r}")
+
+    async def start(self, request: dict[str, Any]) -> None:
+        if self.session is not None:
+            raise FrameError("already_started", "this connection already has a session")
+        options = SessionOptions.from_json(request, self.default_profile)
+        self.session = self.pipelines.open(options, self.send)
+        self.runner = asyncio.create_task(self.session.run())
+        self.started_at = time.monotonic()
+        await self.send(
+            {
+                "type": "ready",
+                "protocol": PROTOCOL_VERSION,
+                "profile": options.profile,
+                "tier": self.session.detector.tier,
+                "limits": {
+                    "max_frame_bytes": MAX_FRAME_BYTES,
+                    "max_pixels": MAX_PIXELS,
+                    "max_fps": MAX_FPS,
+                },
+            }
+        )
+
+    def on_frame(self, data: bytes) -> None:
+        if self.session is None:
+            raise FrameError("not_started", "send {'type': 'start'} before frames")
+        now = time.monotonic()
+        t, self.next_t = (now - self.started_at if self.next_t is None else self.next_t), None
+        if not self.frame_budget.take(now):
+            raise FrameError("rate_limited", f"more than {MAX_FPS:g} frames per second")
+        if t < self.last_t:
+            raise FrameError("bad_field", f"timestamp {t} is before the previous frame's")
+        decode = image_decoder(data)
+        self.last_t = t
+        self.session.submit(decode, t)
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+        if self.runner is not None:
+            self.runner.cancel()
 
 
 class WebsocketApi:
@@ -22,52 +127,20 @@ class WebsocketApi:
         self.default_profile = default_profile
 
     async def handle(self, request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse(max_msg_size=MAX_FRAME_BYTES + 1024, heartbeat=20.0)
+        ws = web.WebSocketResponse(max_msg_size=MAX_FRAME_BYTES + 1024, heartbeat=HEARTBEAT_S)
         await ws.prepare(request)
-
-        async def send(message: Message) -> None:
-            if not ws.closed:
-                await ws.send_str(json.dumps(message))
-
-        session: Session | None = None
-        runner: asyncio.Task[None] | None = None
-        started_at = 0.0
+        connection = WebsocketConnection(ws, self.pipelines, self.default_profile)
         try:
             async for msg in ws:
                 try:
                     if msg.type == WSMsgType.TEXT:
-                        request_json = _parse(msg.data)
-                        if request_json.get("type") != "start":
-                            raise FrameError("unknown_type", "expected {'type': 'start', ...}")
-                        if session is not None:
-                            raise FrameError("already_started", "session already started")
-                        options = SessionOptions.from_json(request_json, self.default_profile)
-                        session = self.pipelines.open(options, send)
-                        runner = asyncio.create_task(session.run())
-                        started_at = time.monotonic()
-                        await send(
-                            {
-                                "type": "ready",
-                                "protocol": PROTOCOL_VERSION,
-                                "profile": options.profile,
-                                "tier": session.detector.tier,
-                                "limits": {
-                                    "max_frame_bytes": MAX_FRAME_BYTES,
-                                    "max_pixels": MAX_PIXELS,
-                                },
-                            }
-                        )
+                        await connection.on_text(msg.data)
                     elif msg.type == WSMsgType.BINARY:
-                        if session is None:
-                            raise FrameError("not_started", "send {'type': 'start'} first")
-                        session.submit(image_decoder(msg.data), time.monotonic() - started_at)
+                        connection.on_frame(msg.data)
                 except FrameError as exc:
-                    await send(error_message(exc.code, str(exc)))
+                    await connection.send(error_message(exc.code, str(exc)))
         finally:
-            if session is not None:
-                session.close()
-            if runner is not None:
-                runner.cancel()
+            connection.close()
         return ws
 
 

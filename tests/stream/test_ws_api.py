@@ -5,6 +5,8 @@ import pytest
 from fakes import jpeg, red_square_frame
 from websockets.asyncio.client import connect
 
+from stream.ws_api import TokenBucket
+
 
 async def receive_until(ws, predicate, limit=5.0):
     """Messages received until one satisfies ``predicate`` (inclusive)."""
@@ -68,3 +70,31 @@ async def test_bad_frames_after_start_get_errors_and_later_frames_still_work(ws_
         await ws.send(jpeg(red_square_frame()))
         seen = await receive_until(ws, lambda m: m["type"] == "frame")
         assert seen[-1]["detections"]
+
+
+@pytest.mark.parametrize(
+    ("times", "granted"),
+    [
+        ([0.0] * 3, [True, True, False]),  # burst of two, then empty
+        ([0.0, 0.0, 0.5], [True, True, True]),  # refilled at 2 per second
+        ([0.0, 0.0, 0.1, 10.0, 10.0, 10.0], [True, True, False, True, True, False]),  # capped
+    ],
+)
+def test_token_bucket(times, granted):
+    bucket = TokenBucket(rate=2, burst=2)
+    assert [bucket.take(t) for t in times] == granted
+
+
+async def test_client_timestamps_set_media_time_and_must_not_go_back(ws_url):
+    async with connect(ws_url) as ws:
+        await ws.send(json.dumps({"type": "start"}))
+        await ws.recv()
+        await ws.send(json.dumps({"type": "timestamp", "t": 5.0}))
+        await ws.send(jpeg(red_square_frame()))
+        frame = (await receive_until(ws, lambda m: m["type"] == "frame"))[-1]
+        assert frame["t"] == 5.0
+        await ws.send(json.dumps({"type": "timestamp", "t": 4.0}))
+        await ws.send(jpeg(red_square_frame()))
+        assert json.loads(await ws.recv())["code"] == "bad_field"
+        await ws.send(json.dumps({"type": "timestamp", "t": "soon"}))
+        assert json.loads(await ws.recv())["code"] == "bad_field"
