@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,6 +18,11 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--profile", default="host", help="default device profile of sessions")
     serve.add_argument("--precision", default="int8", choices=["int8", "fp32"])
+    serve.add_argument(
+        "--https", action="store_true", help="TLS (self-signed unless --cert/--key): phones on LAN"
+    )
+    serve.add_argument("--cert", type=Path, help="PEM certificate for --https")
+    serve.add_argument("--key", type=Path, help="PEM private key for --https")
 
     replay = sub.add_parser("replay", help="run a recorded video through the session pipeline")
     replay.add_argument("video")
@@ -38,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         from stream.server import serve as run_server
 
-        run_server(args.host, args.port, args.profile, args.precision)
+        run_server(
+            args.host, args.port, args.profile, args.precision, args.https, args.cert, args.key
+        )
         return 0
     if args.command == "replay":
         from clients.replay import replay_main

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from hw_sim import PROFILES
 from stream.pipelines import Pipelines
+from stream.tls import DEFAULT_TLS_DIR, lan_addresses, self_signed_certificate, server_context
 from stream.webrtc import WebRtcGateway
 from stream.ws_api import WebsocketApi
 
@@ -61,9 +62,30 @@ def loopback_host_addresses(use_ipv4: bool, use_ipv6: bool) -> list[str]:
     return (["127.0.0.1"] if use_ipv4 else []) + (["::1"] if use_ipv6 else [])
 
 
-def serve(host: str, port: int, profile: str, precision: str = "int8") -> None:
-    if ipaddress.ip_address(host if host != "localhost" else "127.0.0.1").is_loopback:
+def serve(
+    host: str,
+    port: int,
+    profile: str,
+    precision: str = "int8",
+    https: bool = False,
+    cert: Path | None = None,
+    key: Path | None = None,
+) -> None:
+    """Run the server until interrupted. ``https`` uses ``cert``/``key`` or a self-signed pair."""
+    loopback = ipaddress.ip_address(host if host != "localhost" else "127.0.0.1").is_loopback
+    if loopback:
         aioice.ice.get_host_addresses = loopback_host_addresses
+    context = None
+    if https or cert:
+        lan = [] if loopback else lan_addresses()
+        if cert is None or key is None:
+            cert, key = self_signed_certificate(DEFAULT_TLS_DIR, lan)
+        context = server_context(cert, key)
     app = build_app(Pipelines.from_models(precision), profile)
-    log.info("serving on http://%s:%d/", host, port)
-    web.run_app(app, host=host, port=port, print=lambda msg: log.info("%s", msg))
+    scheme = "https" if context else "http"
+    shown = [host] if host not in ("0.0.0.0", "::") else ["127.0.0.1", *lan_addresses()]
+    for address in shown:
+        print(f"open {scheme}://{address}:{port}/", flush=True)
+    if context and not loopback:
+        print("(self-signed certificate: accept the browser's warning once per device)", flush=True)
+    web.run_app(app, host=host, port=port, ssl_context=context, print=None)
