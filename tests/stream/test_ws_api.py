@@ -3,6 +3,7 @@ import json
 
 import pytest
 from fakes import jpeg, red_square_frame
+from schema import checked
 from websockets.asyncio.client import connect
 
 from stream.ws_api import TokenBucket
@@ -13,7 +14,7 @@ async def receive_until(ws, predicate, limit=5.0):
     seen = []
     async with asyncio.timeout(limit):
         while True:
-            seen.append(json.loads(await ws.recv()))
+            seen.append(checked(json.loads(await ws.recv())))
             if predicate(seen[-1]):
                 return seen
 
@@ -26,7 +27,7 @@ def ws_url(fake_server):
 async def test_start_then_frames_give_frame_and_recognized_messages(ws_url):
     async with connect(ws_url) as ws:
         await ws.send(json.dumps({"type": "start"}))
-        ready = json.loads(await ws.recv())
+        ready = checked(json.loads(await ws.recv()))
         assert ready["type"] == "ready" and ready["tier"] == "l"
         assert ready["limits"]["max_frame_bytes"] > 0
         seen = []
@@ -50,10 +51,10 @@ async def test_start_then_frames_give_frame_and_recognized_messages(ws_url):
 async def test_bad_messages_get_a_coded_error_and_the_session_stays_usable(ws_url, message, code):
     async with connect(ws_url) as ws:
         await ws.send(message)
-        error = json.loads(await ws.recv())
+        error = checked(json.loads(await ws.recv()))
         assert error["type"] == "error" and error["code"] == code
         await ws.send(json.dumps({"type": "start"}))
-        assert json.loads(await ws.recv())["type"] == "ready"
+        assert checked(json.loads(await ws.recv()))["type"] == "ready"
 
 
 @pytest.mark.parametrize(
@@ -65,7 +66,7 @@ async def test_bad_frames_after_start_get_errors_and_later_frames_still_work(ws_
         await ws.send(json.dumps({"type": "start"}))
         await ws.recv()
         await ws.send(payload)
-        error = json.loads(await ws.recv())
+        error = checked(json.loads(await ws.recv()))
         assert error["code"] == code
         await ws.send(jpeg(red_square_frame()))
         seen = await receive_until(ws, lambda m: m["type"] == "frame")
@@ -95,6 +96,6 @@ async def test_client_timestamps_set_media_time_and_must_not_go_back(ws_url):
         assert frame["t"] == 5.0
         await ws.send(json.dumps({"type": "timestamp", "t": 4.0}))
         await ws.send(jpeg(red_square_frame()))
-        assert json.loads(await ws.recv())["code"] == "bad_field"
+        assert checked(json.loads(await ws.recv()))["code"] == "bad_field"
         await ws.send(json.dumps({"type": "timestamp", "t": "soon"}))
-        assert json.loads(await ws.recv())["code"] == "bad_field"
+        assert checked(json.loads(await ws.recv()))["code"] == "bad_field"
