@@ -1,0 +1,137 @@
+"""Which model a device runs: the most accurate tier that fits its per-frame budget.
+
+Works on :class:`ModelSpec`, the few numbers of a model card the simulator
+needs, so that tests and tools need no ONNX files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from detectors.card import ModelCard
+from hw_sim.profiles import AUTO_TIER, DeviceProfile
+
+ACCURACY_KEYS = ("ap50", "map50", "AP50", "mAP50", "ap", "map", "mAP", "f1", "accuracy")
+"""Card ``metrics`` keys read as accuracy, first found wins (higher is better)."""
+
+TIER_ORDER = ("xs", "s", "m", "l", "xl")
+WORKSPACE_FACTOR = 4.0
+"""Memory a model needs, as a multiple of its weights (activations, runtime buffers)."""
+
+
+class ModelChoiceError(ValueError):
+    """No model can serve the request (none shipped, or an unknown tier asked for)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """What the simulator needs to know of one shipped model."""
+
+    tier: str
+    precision: str
+    macs: int
+    params: int = 0
+    accuracy: float | None = None
+
+    @classmethod
+    def from_card(cls, card: ModelCard) -> ModelSpec:
+        return cls(card.tier, card.precision, card.macs, card.params, card_accuracy(card))
+
+    @property
+    def int8(self) -> bool:
+        return self.precision == "int8"
+
+    @property
+    def memory_mb(self) -> float:
+        bytes_per_weight = 1 if self.int8 else 4
+        return self.params * bytes_per_weight * WORKSPACE_FACTOR / 2**20
+
+    def nominal_latency(self, profile: DeviceProfile) -> float:
+        """Seconds per frame on ``profile`` at full speed, without jitter.
+
+        ``2 * MACs / effective ops per second + fixed pre-processing cost``.
+        """
+        compute = 2.0 * self.macs / (profile.gop_s(self.int8) * 1e9)
+        return profile.preprocess_ms / 1000.0 + compute
+
+
+def card_accuracy(card: ModelCard) -> float | None:
+    """The card's accuracy figure, if its ``metrics`` hold one under a known key."""
+    for key in ACCURACY_KEYS:
+        value = card.metrics.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+def _rank(spec: ModelSpec) -> tuple[float, int, int]:
+    """Sort key, most accurate last: accuracy when known, else the bigger model."""
+    order = TIER_ORDER.index(spec.tier) if spec.tier in TIER_ORDER else len(TIER_ORDER)
+    accuracy = spec.accuracy if spec.accuracy is not None else -1.0
+    return accuracy, spec.macs, order
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """The model a session runs, and why."""
+
+    spec: ModelSpec
+    latency: float | None  # nominal emulated seconds per frame; None for pass-through
+    fits: bool  # within the profile's frame budget and memory
+    reason: str
+
+
+def choose_model(
+    profile: DeviceProfile,
+    specs: Iterable[ModelSpec],
+    tier: str | None = None,
+    host_precision: str = "int8",
+) -> ModelChoice:
+    """Pick the model for ``profile``.
+
+    The precision is the profile's (``int8`` or not; ``host_precision`` for a
+    pass-through profile), falling back to the other build when a tier has
+    only one. The tier is ``tier`` when given (a per-session override), else
+    the profile's fixed tier, else the most accurate tier whose nominal
+    latency fits ``frame_budget_ms`` and whose weights fit ``memory_mb``; when
+    none fits, the fastest.
+
+    Raises:
+        ModelChoiceError: no specs, or ``tier`` is not shipped.
+    """
+    specs = list(specs)
+    if not specs:
+        raise ModelChoiceError("no models to choose from")
+    precision = profile.precision if profile.emulated else host_precision
+    by_tier: dict[str, ModelSpec] = {}
+    for spec in sorted(specs, key=lambda s: s.precision == precision):
+        by_tier[spec.tier] = spec  # the wanted precision, if shipped, overwrites the other
+    wanted = tier or (profile.tier if profile.tier != AUTO_TIER else None)
+    if wanted is not None:
+        if wanted not in by_tier:
+            raise ModelChoiceError(f"unknown model tier {wanted!r}; have {sorted(by_tier)}")
+        spec = by_tier[wanted]
+        source = "session override" if tier else "fixed by the profile"
+        return _judge(profile, spec, f"tier {wanted} {source}")
+    candidates = sorted(by_tier.values(), key=_rank)
+    if not profile.emulated:
+        return _judge(profile, candidates[-1], "pass-through: the most accurate tier")
+    fitting = [s for s in candidates if _judge(profile, s, "").fits]
+    if fitting:
+        return _judge(profile, fitting[-1], "the most accurate tier within the budget")
+    fastest = min(candidates, key=lambda s: s.nominal_latency(profile))
+    return _judge(profile, fastest, "no tier fits the budget: the fastest")
+
+
+def _judge(profile: DeviceProfile, spec: ModelSpec, reason: str) -> ModelChoice:
+    if not profile.emulated:
+        return ModelChoice(spec, None, True, reason)
+    latency = spec.nominal_latency(profile)
+    in_time = profile.frame_budget_ms <= 0 or latency * 1000 <= profile.frame_budget_ms
+    in_memory = profile.memory_mb <= 0 or spec.memory_mb <= profile.memory_mb
+    return ModelChoice(spec, latency, in_time and in_memory, reason)
+
+
+def model_specs(cards: Sequence[ModelCard]) -> list[ModelSpec]:
+    return [ModelSpec.from_card(card) for card in cards]
