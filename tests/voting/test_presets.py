@@ -1,0 +1,50 @@
+import pytest
+
+from voting import KOfNVoter, SequentialVoter, VotingConfigError, make_voter, preset_names
+from voting.evidence import ScoreModel
+
+
+@pytest.mark.parametrize("preset", ["strict", "balanced", "fast"])
+def test_sequential_presets(preset):
+    assert isinstance(make_voter(preset), SequentialVoter)
+
+
+def test_presets_order_by_caution():
+    levels = [make_voter(p).config.thresholds.upper for p in ("fast", "balanced", "strict")]
+    assert levels == sorted(levels)
+
+
+def test_overrides_apply():
+    model = ScoreModel((0.5,), (-1.0, 1.0), -1.0)
+    voter = make_voter("strict", alpha=0.01, max_tracks=4, score_model=model)
+    assert voter.config.alpha == 0.01
+    assert voter.tracker.max_tracks == 4
+    assert voter.config.score_model is model
+
+
+def test_kofn_baseline():
+    voter = make_voter("kofn", k=2, n=4, min_iou=0.5, max_gap=0.5)
+    assert isinstance(voter, KOfNVoter)
+    assert (voter.k, voter.n, voter.tracker.min_iou, voter.tracker.max_gap) == (2, 4, 0.5, 0.5)
+    assert "kofn" in preset_names()
+
+
+@pytest.mark.parametrize(
+    ("preset", "overrides", "code", "message"),
+    [
+        ("paranoid", {}, "unknown_preset", "unknown voting preset 'paranoid'"),
+        ("balanced", {"alpah": 0.1}, "bad_option", "unknown voting option 'alpah'"),
+        ("balanced", {"alpha": "0.1"}, "bad_option", "must be float"),
+        ("balanced", {"alpha": True}, "bad_option", "must be float"),
+        ("balanced", {"max_tracks": 2.5}, "bad_option", "must be int"),
+        ("balanced", {"score_model": {}}, "bad_option", "must be ScoreModel"),
+        ("balanced", {"alpha": 0.9}, "bad_option", "alpha must be in"),
+        ("kofn", {"alpha": 0.1}, "bad_option", "unknown k-of-n option 'alpha'"),
+        ("kofn", {"k": 2.0}, "bad_option", "must be int"),
+        ("kofn", {"k": 6, "n": 5}, "bad_option", "need 1 <= k <= n"),
+    ],
+)
+def test_errors_are_clear(preset, overrides, code, message):
+    with pytest.raises(VotingConfigError, match=message) as caught:
+        make_voter(preset, **overrides)
+    assert caught.value.code == code

@@ -1,0 +1,171 @@
+import math
+
+import pytest
+from voting_scenes import A, B, Thing, detections_at, frames, kinds, run, steady
+
+from detectors.core import Detection, Detections
+from voting.presets import make_config
+from voting.sequential import SequentialConfig, SequentialVoter
+
+RATES = [5, 8, 15, 30]
+
+
+def voter(**overrides):
+    return SequentialVoter(make_config("balanced", **overrides))
+
+
+@pytest.mark.parametrize("fps", RATES)
+def test_clear_object_is_recognized_once_then_lost_when_it_leaves(fps):
+    events = run(voter(), [Thing(A, steady(0.9, 0.0, 2.0))], fps, 4.0)
+    assert kinds(events) == [("recognized", 1), ("lost", 1)]
+    recognized, lost = events
+    assert recognized.t <= 0.45
+    assert recognized.score is not None and recognized.score > 0.99
+    assert recognized.box == pytest.approx(A)
+    assert 2.0 < lost.t <= 3.05
+
+
+@pytest.mark.parametrize("fps", RATES)
+@pytest.mark.parametrize("score", [0.35, 0.45])
+def test_look_alike_is_never_recognized(fps, score):
+    assert run(voter(), [Thing(A, steady(score))], fps, 20.0) == []
+
+
+@pytest.mark.parametrize(("slow", "fast"), [(5, 30), (8, 30), (15, 30), (5, 15)])
+@pytest.mark.parametrize("preset", ["strict", "balanced", "fast"])
+def test_same_timeline_gives_same_events_at_any_frame_rate(preset, slow, fast):
+    def timeline():
+        return [Thing(A, steady(0.8, 0.5, 3.0)), Thing(B, steady(0.95, 1.0, 5.0))]
+
+    config = make_config(preset)
+    low = run(SequentialVoter(config), timeline(), slow, 7.0)
+    high = run(SequentialVoter(config), timeline(), fast, 7.0)
+    assert kinds(low) == kinds(high)
+    for a, b in zip(low, high, strict=True):
+        assert a.t == pytest.approx(b.t, abs=1.0 / slow + 1e-9)
+
+
+@pytest.mark.parametrize("fps", RATES)
+def test_two_objects_at_once_get_their_own_tracks(fps):
+    events = run(voter(), [Thing(A, steady(0.9)), Thing(B, steady(0.85))], fps, 2.0)
+    assert sorted(kinds(events)) == [("recognized", 1), ("recognized", 2)]
+    assert sorted(e.box for e in events) == [pytest.approx(A), pytest.approx(B)]
+
+
+@pytest.mark.parametrize("fps", RATES)
+def test_leaving_and_coming_back_is_a_new_track(fps):
+    def score(t):
+        return 0.9 if t < 2.0 or t >= 4.0 else None
+
+    events = run(voter(), [Thing(A, score), Thing(B, steady(0.9))], fps, 6.0)
+    a_events = [e for e in kinds(events) if e[1] != 2]
+    assert a_events == [("recognized", 1), ("lost", 1), ("recognized", 3)]
+    assert ("lost", 2) not in kinds(events)  # the other one stayed
+
+
+@pytest.mark.parametrize("fps", RATES)
+@pytest.mark.parametrize("bad", [None, 0.31])
+def test_one_bad_frame_neither_loses_nor_re_recognizes(fps, bad):
+    bad_t = 1.0  # a frame at every rate; the object was recognized just before
+
+    def score(t):
+        return bad if abs(t - bad_t) < 1e-9 else 0.9
+
+    events = run(voter(), [Thing(A, score)], fps, 3.0)
+    assert kinds(events) == [("recognized", 1)]
+
+
+@pytest.mark.parametrize("bad_frames", [1, 2])
+def test_bad_frames_right_after_recognition_do_not_lose_it(bad_frames):
+    v = voter()
+    times = frames(5, 10.0)
+    seen = Detections((Detection("fu", 0.9, A),))
+    for t in times:
+        if v.update(seen, t).events:
+            break
+    for _, t in zip(range(bad_frames), times, strict=False):
+        assert v.update(Detections(), t).events == ()
+    assert v.update(seen, next(times)).events == ()
+
+
+def test_skipped_frames_keep_the_track():
+    v = voter()
+    thing = [Thing(A, steady(0.9))]
+    seen = [v.update(detections_at(thing, t), t) for t in (0.0, 0.1, 0.2, 0.9, 1.8)]
+    assert {d.track for u in seen for d in u.detections} == {1}
+    assert [e.event for u in seen for e in u.events] == ["recognized"]
+
+
+def test_low_scores_after_recognition_lose_the_track():
+    def score(t):
+        return 0.9 if t < 1.0 else 0.32
+
+    events = run(voter(), [Thing(A, score)], 15, 6.0)
+    assert kinds(events) == [("recognized", 1), ("lost", 1), ("recognized", 2)][:2]
+    assert 1.0 < events[1].t < 4.0
+
+
+def test_frame_detections_carry_the_track_and_a_smoothed_box():
+    v = voter()
+    offsets = [4.0, -4.0] * 15
+    raw, smoothed = [], []
+    for k, dx in enumerate(offsets):
+        box = (A[0] + dx, A[1], A[2] + dx, A[3])
+        update = v.update(Detections((Detection("fu", 0.9, box),)), k / 30)
+        (det,) = update.detections
+        assert det.track == 1 and det.score == 0.9
+        raw.append(box[0])
+        smoothed.append(det.box[0])
+    assert max(abs(x - A[0]) for x in smoothed[10:]) < 0.5 * 4.0
+
+
+@pytest.mark.parametrize(("speed", "updates"), [(0.0, 0), (60.0, 2)])
+def test_updated_events_follow_a_moving_box(speed, updates):
+    v = voter()
+    events = []
+    for t in frames(15, 2.0):
+        box = (A[0] + speed * t, A[1], A[2] + speed * t, A[3])
+        events += v.update(Detections((Detection("fu", 0.9, box),)), t).events
+    moved = [e for e in events if e.event == "updated"]
+    assert len(moved) >= updates and (updates or not moved)
+    assert all(e.track == 1 and e.box is not None for e in moved)
+
+
+def test_evicted_recognized_track_is_lost():
+    v = voter(max_tracks=1)
+    run(v, [Thing(A, steady(0.9))], 15, 1.0)
+    update = v.update(Detections((Detection("fu", 0.9, B),)), 1.1)
+    assert [(e.event, e.track) for e in update.events] == [("lost", 1)]
+
+
+def test_media_time_may_repeat_but_not_go_back():
+    v = voter()
+    v.update(Detections(), 1.0)
+    v.update(Detections(), 1.0)
+    with pytest.raises(ValueError, match="backwards"):
+        v.update(Detections(), 0.5)
+
+
+def test_detections_below_min_score_are_ignored():
+    v = voter(min_score=0.5)
+    update = v.update(Detections((Detection("fu", 0.4, A),)), 0.0)
+    assert update.detections == ()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("alpha", 0.0, "alpha"),
+        ("beta", 0.6, "beta"),
+        ("evidence_time", 0.0, "evidence_time"),
+        ("max_gap", math.nan, "max_gap"),
+        ("min_score", 1.5, "min_score"),
+        ("update_iou", -0.1, "update_iou"),
+        ("floor", 0.5, "floor"),
+        ("hold", -1.0, "hold"),
+        ("lose_below", 100.0, "lose_below"),
+    ],
+)
+def test_config_is_checked(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        SequentialConfig(**{field: value})

@@ -1,0 +1,52 @@
+"""Scripted detector output for voting tests: objects with a box and a score over media time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from detectors.core import Box, Detection, Detections
+from voting.core import VoteEvent, Voter
+
+Score = Callable[[float], float | None]
+"""Score of an object at media time t; ``None``: not detected in that frame."""
+
+
+@dataclass(frozen=True)
+class Thing:
+    box: Box
+    score: Score
+    label: str = "fu"
+
+
+def steady(score: float, start: float = 0.0, end: float = float("inf")) -> Score:
+    return lambda t: score if start <= t < end else None
+
+
+def frames(fps: float, duration: float) -> Iterator[float]:
+    n = round(duration * fps)
+    return (k / fps for k in range(n))
+
+
+def detections_at(things: Sequence[Thing], t: float) -> Detections:
+    found = []
+    for thing in things:
+        score = thing.score(t)
+        if score is not None:
+            found.append(Detection(thing.label, score, thing.box))
+    return Detections(tuple(sorted(found, key=lambda d: -d.score)))
+
+
+def run(voter: Voter, things: Sequence[Thing], fps: float, duration: float) -> list[VoteEvent]:
+    events: list[VoteEvent] = []
+    for t in frames(fps, duration):
+        events.extend(voter.update(detections_at(things, t), t).events)
+    return events
+
+
+def kinds(events: Sequence[VoteEvent]) -> list[tuple[str, int]]:
+    return [(e.event, e.track) for e in events if e.event != "updated"]
+
+
+A: Box = (100.0, 100.0, 200.0, 200.0)
+B: Box = (400.0, 100.0, 500.0, 200.0)

@@ -1,0 +1,115 @@
+"""Named voting set-ups (``strict``, ``balanced``, ``fast``, and the ``kofn`` baseline).
+
+``make_voter(preset, **overrides)`` is what sessions and the evaluation call;
+overrides are fields of :class:`SequentialConfig` (or of :class:`KOfNVoter` for
+``kofn``) and are checked by name, type and range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from voting.core import Voter
+from voting.evidence import ScoreModel
+from voting.kofn import KOfNVoter
+from voting.sequential import SequentialConfig, SequentialVoter
+from voting.tracker import IouTracker
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # Fewest wrong decisions: 1 in 10 000 false tracks may be recognized; takes longer.
+    "strict": {"alpha": 1e-4, "beta": 1e-2, "hold": 4.0},
+    # The default: 1 in 1 000, decided within about half a second on a clear view.
+    "balanced": {},
+    # Quickest feedback, for demos: 1 in 100.
+    "fast": {"alpha": 1e-2, "beta": 5e-2, "hold": 2.0},
+}
+"""Overrides of the :class:`SequentialConfig` defaults per preset."""
+
+BASELINE = "kofn"
+"""The fixed-window rule the sequential presets are compared against."""
+
+_KOFN_FIELDS = ("k", "n", "min_score", "min_iou", "max_gap")
+
+
+class VotingConfigError(ValueError):
+    """A preset or a voting option is unknown, or has a bad type or value.
+
+    ``code`` is ``"unknown_preset"`` or ``"bad_option"``, for error messages to clients.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def preset_names() -> list[str]:
+    return [*PRESETS, BASELINE]
+
+
+def make_voter(preset: str = "balanced", **overrides: Any) -> Voter:
+    """A fresh voter for one stream: ``preset``'s settings with ``overrides`` applied.
+
+    Raises:
+        VotingConfigError: unknown preset, unknown field, wrong type or bad value.
+    """
+    if preset == BASELINE:
+        return _make_kofn(overrides)
+    if preset not in PRESETS:
+        raise VotingConfigError(
+            "unknown_preset", f"unknown voting preset {preset!r}; have {preset_names()}"
+        )
+    return SequentialVoter(make_config(preset, **overrides))
+
+
+def make_config(preset: str = "balanced", **overrides: Any) -> SequentialConfig:
+    """The :class:`SequentialConfig` of a sequential ``preset`` with ``overrides`` applied.
+
+    Raises:
+        VotingConfigError: as :func:`make_voter`.
+    """
+    if preset not in PRESETS:
+        raise VotingConfigError(
+            "unknown_preset", f"unknown sequential preset {preset!r}; have {list(PRESETS)}"
+        )
+    fields = {f.name: f for f in dataclasses.fields(SequentialConfig)}
+    for name, value in overrides.items():
+        if name not in fields:
+            raise VotingConfigError(
+                "bad_option", f"unknown voting option {name!r}; have {sorted(fields)}"
+            )
+        _check_type(name, value, ScoreModel if name == "score_model" else fields[name].type)
+    try:
+        return SequentialConfig(**{**PRESETS[preset], **overrides})
+    except ValueError as exc:
+        raise VotingConfigError("bad_option", str(exc)) from None
+
+
+def _make_kofn(overrides: dict[str, Any]) -> KOfNVoter:
+    for name, value in overrides.items():
+        if name not in _KOFN_FIELDS:
+            raise VotingConfigError(
+                "bad_option", f"unknown k-of-n option {name!r}; have {sorted(_KOFN_FIELDS)}"
+            )
+        _check_type(name, value, "int" if name in ("k", "n") else "float")
+    tracker = IouTracker(
+        min_iou=overrides.pop("min_iou", 0.3), max_gap=overrides.pop("max_gap", 1.0)
+    )
+    try:
+        return KOfNVoter(**overrides, tracker=tracker)
+    except ValueError as exc:
+        raise VotingConfigError("bad_option", str(exc)) from None
+
+
+def _check_type(name: str, value: object, expected: object) -> None:
+    """``expected`` is a dataclass field's annotation (a string, as annotations are postponed)."""
+    if expected is ScoreModel:
+        ok = isinstance(value, ScoreModel)
+    elif expected == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok:
+        kind = expected.__name__ if isinstance(expected, type) else expected
+        message = f"voting option {name!r} must be {kind}, not {value!r}"
+        raise VotingConfigError("bad_option", message)

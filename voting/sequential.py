@@ -1,0 +1,208 @@
+"""Sequential voting: decide on each track as soon as its evidence, accumulated in time, suffices.
+
+Every track carries a running log-likelihood ratio (LLR) "real object" vs
+"detector mistake" (Wald's SPRT). Each frame adds the LLR of what the track
+got (a detection's score, or nothing), weighted by the media time the frame
+stands for, so that a 30 fps phone does not decide 6x faster than a 5 fps
+one merely from seeing more (strongly correlated) frames. The track is
+recognized when the sum reaches the level set by the target error rates;
+hysteresis keeps it recognized through a few bad frames.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from detectors.core import Box, Detection, Detections, iou
+from voting.core import TrackedDetection, VoteEvent, VoteUpdate
+from voting.evidence import ScoreModel, SprtThresholds
+from voting.smoothing import OneEuroBox, OneEuroConfig
+from voting.tracker import IouTracker, Track
+
+DEFAULT_SCORE_MODEL = ScoreModel.logistic(centre=0.5, slope=1.5, miss_llr=-1.5, cap=3.0)
+"""Used until a detector's own calibration is given (see ``ScoreModel.fit``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SequentialConfig:
+    """Every knob of :class:`SequentialVoter`; the presets in :mod:`voting.presets` fill it.
+
+    Attributes:
+        alpha: target probability of recognizing a track that is a detector mistake.
+        beta: target probability of never recognizing a real object's track.
+        evidence_time: seconds of media time that one frame's evidence stands
+            for at most (about the correlation time of the detector's errors).
+            A frame ``dt`` seconds after the previous one weighs
+            ``min(dt, evidence_time) / evidence_time``.
+        floor: the lowest LLR a track not yet recognized can sink to. Wald's
+            lower level would end the test ("not this object"); a stream never
+            ends it, so a track that looked bad (an object still coming into
+            view, out of focus) must be able to climb back. A floor near 0
+            makes that quick (Page's CUSUM reflects at 0); a deep one makes
+            look-alikes that fired for a while harder to recognize by mistake.
+        hold: LLR a recognized track may bank above the recognition level: how
+            much contrary evidence it takes to lose it.
+        lose_below: a recognized track whose LLR falls below this is lost.
+        min_score: detections scoring lower are ignored (count as no detection).
+        score_model: per-frame LLR of a score, and of a miss.
+        min_iou, max_centre_distance, max_gap, max_tracks: see :class:`IouTracker`.
+        smooth_min_cutoff, smooth_beta: see :class:`OneEuroConfig`.
+        update_iou: a recognized track gets an ``updated`` event when its
+            smoothed box overlaps the last one reported by less than this.
+    """
+
+    alpha: float = 1e-3
+    beta: float = 1e-2
+    evidence_time: float = 0.2
+    floor: float = -2.0
+    hold: float = 3.0
+    lose_below: float = 0.0
+    min_score: float = 0.3
+    score_model: ScoreModel = DEFAULT_SCORE_MODEL
+    min_iou: float = 0.3
+    max_centre_distance: float = 0.5
+    max_gap: float = 1.0
+    max_tracks: int = 32
+    smooth_min_cutoff: float = 1.0
+    smooth_beta: float = 0.5
+    update_iou: float = 0.8
+
+    def __post_init__(self) -> None:
+        thresholds = SprtThresholds.from_error_rates(self.alpha, self.beta)
+        positive = {
+            "evidence_time": self.evidence_time,
+            "max_gap": self.max_gap,
+            "max_tracks": self.max_tracks,
+            "smooth_min_cutoff": self.smooth_min_cutoff,
+        }
+        for name, value in positive.items():
+            if not value > 0:
+                raise ValueError(f"{name} must be > 0, got {value}")
+        for name, value in (
+            ("min_score", self.min_score),
+            ("min_iou", self.min_iou),
+            ("update_iou", self.update_iou),
+        ):
+            if not 0 <= value <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {value}")
+        if self.floor > 0:
+            raise ValueError(f"floor must be <= 0, got {self.floor}")
+        if self.hold < 0 or self.max_centre_distance < 0 or self.smooth_beta < 0:
+            raise ValueError("hold, max_centre_distance and smooth_beta must be >= 0")
+        if not self.lose_below < thresholds.upper:
+            raise ValueError(
+                f"lose_below must be below the recognition level {thresholds.upper:.2f}"
+            )
+
+    @property
+    def thresholds(self) -> SprtThresholds:
+        return SprtThresholds.from_error_rates(self.alpha, self.beta)
+
+
+@dataclass(slots=True)
+class TrackEvidence:
+    """The voting state of one track."""
+
+    smoother: OneEuroBox
+    box: Box
+    """The smoothed box."""
+    reported_box: Box
+    """The box of the last ``recognized`` or ``updated`` event."""
+    llr: float = 0.0
+    last_t: float | None = None
+    recognized: bool = False
+
+
+@dataclass(slots=True)
+class SequentialVoter:
+    """Wald's SPRT per track, with hysteresis and box smoothing; feed it every frame.
+
+    Events: ``recognized`` once per track, when its LLR reaches the upper
+    level; ``updated`` when a recognized track's smoothed box moved; ``lost``
+    when a recognized track's LLR falls below ``lose_below`` or it goes unseen
+    for ``max_gap`` seconds. A lost track is retired: if its object is seen
+    again, it gets a new track (and a new ``recognized``).
+    """
+
+    config: SequentialConfig = field(default_factory=SequentialConfig)
+    tracker: IouTracker = field(init=False)
+    _evidence: dict[int, TrackEvidence] = field(init=False, default_factory=dict)
+    _upper: float = field(init=False)
+    _smoothing: OneEuroConfig = field(init=False)
+    _last_t: float = field(init=False, default=-math.inf)
+
+    def __post_init__(self) -> None:
+        c = self.config
+        self.tracker = IouTracker(c.min_iou, c.max_gap, c.max_centre_distance, c.max_tracks)
+        thresholds = c.thresholds
+        self._upper = thresholds.upper
+        self._smoothing = OneEuroConfig(c.smooth_min_cutoff, c.smooth_beta)
+
+    def update(self, detections: Detections, t: float) -> VoteUpdate:
+        """Feed the detections of the frame at media time ``t`` and collect what changed.
+
+        Raises:
+            ValueError: ``t`` is earlier than the previous frame's.
+        """
+        if t < self._last_t:
+            raise ValueError(f"media time went backwards: {t} after {self._last_t}")
+        self._last_t = t
+        pairs = self.tracker.associate(list(detections.above(self.config.min_score)), t)
+        seen = {track.id: det for track, det in pairs}
+        events: list[VoteEvent] = []
+        tracked: dict[int, TrackedDetection] = {}
+        for track in list(self.tracker.tracks):
+            det = seen.get(track.id)
+            state = self._evidence.get(track.id)
+            if state is None:
+                smoother = OneEuroBox(self._smoothing)
+                state = TrackEvidence(smoother, smoother.update(track.box, t), track.box)
+                self._evidence[track.id] = state
+            self._accumulate(state, det, t)
+            if det is not None:
+                state.box = state.smoother.update(det.box, t)
+                tracked[track.id] = TrackedDetection(det.label, det.score, state.box, track.id)
+            event = self._decide(track, state, t, det is not None)
+            if event is not None:
+                events.append(event)
+                if event.event == "lost":
+                    self.tracker.drop(track)
+                    del self._evidence[track.id]
+        for track in self.tracker.expire(t):
+            state = self._evidence.pop(track.id)
+            if state.recognized:
+                events.append(VoteEvent("lost", track.label, track.id, t))
+        return VoteUpdate(tuple(tracked[track.id] for track, _ in pairs), tuple(events))
+
+    def _accumulate(self, state: TrackEvidence, det: Detection | None, t: float) -> None:
+        c = self.config
+        # A new track's first frame is one whole independent sample; later frames
+        # weigh the media time since the track's previous frame, up to one sample.
+        weight = 1.0
+        if state.last_t is not None:
+            weight = min(t - state.last_t, c.evidence_time) / c.evidence_time
+        state.last_t = t
+        llr = c.score_model.llr(None if det is None else det.score)
+        ceiling = self._upper + c.hold if state.recognized else math.inf
+        state.llr = min(ceiling, max(c.floor, state.llr + weight * llr))
+
+    def _decide(self, track: Track, state: TrackEvidence, t: float, seen: bool) -> VoteEvent | None:
+        box = state.box
+        if not state.recognized:
+            if state.llr < self._upper:
+                return None
+            state.recognized, state.reported_box = True, box
+            state.llr = min(state.llr, self._upper + self.config.hold)
+            return VoteEvent("recognized", track.label, track.id, t, _posterior(state.llr), box)
+        if state.llr < self.config.lose_below:
+            return VoteEvent("lost", track.label, track.id, t)
+        if seen and iou(box, state.reported_box) < self.config.update_iou:
+            state.reported_box = box
+            return VoteEvent("updated", track.label, track.id, t, _posterior(state.llr), box)
+        return None
+
+
+def _posterior(llr: float) -> float:
+    """Probability of "real object" from the LLR, with even prior odds."""
+    return 1.0 / (1.0 + math.exp(-llr))
