@@ -27,13 +27,18 @@ LatencyModel = Callable[[int, float], float]
 
 @dataclass(frozen=True, slots=True)
 class Start(Generic[T]):
-    """The device starts ``frame`` (arrived at ``t``) at ``start``; it is done at ``finish``."""
+    """The device starts ``frame`` (arrived at ``t``) at ``start``; it is done at ``finish``.
+
+    ``dropped`` and ``camera_skipped`` count the frames skipped before this start.
+    """
 
     frame: T
     index: int
     t: float
     start: float
     latency: float
+    dropped: int = 0
+    camera_skipped: int = 0
 
     @property
     def finish(self) -> float:
@@ -123,7 +128,7 @@ class DeviceTimeline(Generic[T]):
             raise ValueError(f"latency model returned {latency} for frame {index}")
         self.free_at = start + latency
         self.started += 1
-        return Start(frame, index, t, start, latency)
+        return Start(frame, index, t, start, latency, self.dropped, self.camera_skipped)
 
     def _captured(self, t: float) -> bool:
         """Whether the camera delivers a frame at ``t``: one per camera tick, the first in it."""

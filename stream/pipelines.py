@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 from detectors.card import list_cards
 from detectors.core import Detector
 from detectors.onnx_detector import OnnxDetector
-from hw_sim import DeviceSimulator, get_profile
+from hw_sim import DeviceSimulator, ModelChoiceError, ModelSpec, choose_model, get_profile
 from stream.session import FrameError, Send, Session
 from voting import KOfNVoter
 
@@ -23,6 +24,7 @@ class OptionError(FrameError):
 class SessionOptions:
     profile: str = "host"
     tier: str | None = None  # None: the tier the profile gets
+    seed: int = 0  # seed of the emulated device's latency jitter
 
     @classmethod
     def from_json(cls, raw: dict[str, Any], default_profile: str) -> SessionOptions:
@@ -37,31 +39,51 @@ class SessionOptions:
             raise OptionError("bad_option", "profile must be a string")
         if tier is not None and not isinstance(tier, str):
             raise OptionError("bad_option", "tier must be a string or null")
+        seed = raw.get("seed", 0)
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise OptionError("bad_option", "seed must be an integer")
         try:
             get_profile(profile)
         except KeyError as exc:
             raise OptionError("unknown_profile", str(exc.args[0])) from None
-        return cls(profile, tier)
+        return cls(profile, tier, seed)
 
 
 class Pipelines:
     """Shared, read-only resources of all sessions: the loaded detectors and one executor."""
 
-    def __init__(self, detectors: dict[str, Detector], workers: int | None = None) -> None:
+    def __init__(
+        self,
+        detectors: dict[str, Detector],
+        workers: int | None = None,
+        models: Sequence[tuple[ModelSpec, Detector]] = (),
+        precision: str = "int8",
+    ) -> None:
+        """``detectors``: tier -> detector of ``precision``; ``models``: every loaded model
+        with the spec hw_sim chooses by (emulated profiles need one)."""
         if not detectors:
             raise RuntimeError("no detectors to serve")
         self.detectors = detectors
+        self.models = dict(models)
+        self.precision = precision
         self.executor = ThreadPoolExecutor(
             max_workers=workers or os.cpu_count() or 1, thread_name_prefix="infer"
         )
 
     @classmethod
     def from_models(cls, precision: str = "int8") -> Pipelines:
-        """Load every shipped model of ``precision`` (done once, at start-up)."""
-        found = [card for card in list_cards() if card.precision == precision]
-        if not found:
+        """Load every shipped model (done once, at start-up); ``precision`` serves the host.
+
+        Emulated profiles get the build their profile asks for (int8 or fp32).
+        """
+        cards = list_cards()
+        if not any(card.precision == precision for card in cards):
             raise RuntimeError(f"no {precision} models found in detectors/models")
-        return cls({card.tier: OnnxDetector(card) for card in found})
+        loaded = [(ModelSpec.from_card(card), OnnxDetector(card)) for card in cards]
+        primary: dict[str, Detector] = {
+            spec.tier: det for spec, det in loaded if spec.precision == precision
+        }
+        return cls(primary, models=loaded, precision=precision)
 
     def detector_for(self, tier: str) -> Detector:
         try:
@@ -71,10 +93,30 @@ class Pipelines:
                 "unknown_tier", f"unknown model tier {tier!r}; have {sorted(self.detectors)}"
             ) from None
 
-    def open(self, options: SessionOptions, send: Send) -> Session:
-        simulator = DeviceSimulator(get_profile(options.profile))
-        detector = self.detector_for(options.tier or simulator.tier)
-        return Session(detector, KOfNVoter(), simulator, send, self.executor)
+    def simulator_for(self, options: SessionOptions) -> tuple[DeviceSimulator, Detector]:
+        """The emulated device and the detector a session with ``options`` gets.
+
+        Raises:
+            OptionError: unknown tier, or an emulated profile without model cards.
+        """
+        profile = get_profile(options.profile)
+        if not self.models:
+            if profile.emulated:
+                raise OptionError(
+                    "no_model_card", f"profile {profile.name!r} needs model cards to emulate"
+                )
+            simulator = DeviceSimulator(profile, seed=options.seed)
+            return simulator, self.detector_for(options.tier or simulator.tier)
+        try:
+            choice = choose_model(profile, self.models, options.tier, self.precision)
+        except ModelChoiceError as exc:
+            raise OptionError("unknown_tier", str(exc)) from None
+        return DeviceSimulator(profile, choice.spec, options.seed), self.models[choice.spec]
+
+    def open(self, options: SessionOptions, send: Send, *, realtime: bool = True) -> Session:
+        """A session for one client; ``realtime=False`` runs as fast as the host allows."""
+        simulator, detector = self.simulator_for(options)
+        return Session(detector, KOfNVoter(), simulator, send, self.executor, realtime=realtime)
 
     def shutdown(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)

@@ -2,6 +2,12 @@
 
 Every transport (WebRTC, websocket, replay) feeds a :class:`Session` with
 :meth:`Session.submit` and receives the same result messages through ``send``.
+
+With an emulated device profile, hw_sim's :class:`DeviceTimeline` decides in
+media time which frames the phone starts and drops; the detector really runs
+here, and a real-time session then waits until the phone would have finished.
+A session that is not real time (replay ``--fast``) skips the waiting and gets
+the same schedule and the same messages.
 """
 
 from __future__ import annotations
@@ -9,12 +15,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
 
 from detectors.core import Detections, Detector, ImageBGR
-from hw_sim import DeviceSimulator
+from hw_sim import DeviceSimulator, DeviceTimeline, Start
 from stream.slot import LatestFrameSlot
 from voting import Voter, VoteUpdate
 
@@ -22,6 +29,9 @@ log = logging.getLogger(__name__)
 
 Message = dict[str, object]
 Send = Callable[[Message], Awaitable[None]]
+
+ARRIVAL_GRACE = 0.005
+"""Seconds a real-time session waits past a media time before it takes all frames up to it as in."""
 
 
 class FrameError(ValueError):
@@ -55,11 +65,25 @@ def error_message(code: str, message: str) -> Message:
     return {"type": "error", "code": code, "message": message}
 
 
+Job = tuple[PendingFrame, Start[PendingFrame] | None]
+"""A frame to process, with the emulated device's start (``None`` for a pass-through profile)."""
+
+
 class Session:
     """Runs frames through the pipeline one at a time; at most one frame ever waits.
 
     Call :meth:`submit` for every received frame (it never blocks), run
-    :meth:`run` as a task, and :meth:`close` when the client goes away.
+    :meth:`run` as a task, and :meth:`close` when the client goes away. At the
+    end of a recorded stream call :meth:`flush`, then :meth:`wait_idle`.
+
+    Args:
+        realtime: wait, in real (event-loop) time, until the emulated phone
+            would have finished each frame. ``False`` runs as fast as the host
+            allows, with the same schedule; the caller must then await
+            :meth:`wait_idle` before each :meth:`submit` (that bounds the work
+            queued), and call :meth:`flush` at the end.
+        arrival_grace: seconds past a media time after which a real-time
+            session takes every frame up to that time as arrived.
     """
 
     def __init__(
@@ -69,52 +93,163 @@ class Session:
         simulator: DeviceSimulator,
         send: Send,
         executor: Executor | None = None,
+        *,
+        realtime: bool = True,
+        arrival_grace: float = ARRIVAL_GRACE,
     ) -> None:
         self.detector = detector
         self.voter = voter
         self.simulator = simulator
         self._send = send
         self._executor = executor
+        self._realtime = realtime
+        self._grace = arrival_grace
         self._slot: LatestFrameSlot[PendingFrame] = LatestFrameSlot()
+        self._timeline: DeviceTimeline[PendingFrame] | None = (
+            simulator.timeline() if simulator.emulated else None
+        )
+        self._starts: deque[Start[PendingFrame]] = deque()
+        self._wake = asyncio.Event()
+        self._origin: float | None = None  # event-loop time of media time 0
+        self._closed = False
+        self._running = False
         self._received = 0
         self.processed = 0
+        self.host_behind = 0  # emulated starts this host was too slow to run (real time only)
+        self.host_slower = 0  # frames whose real inference took longer than the emulated phone
         self._idle = asyncio.Event()
         self._idle.set()
 
     @property
     def dropped(self) -> int:
-        return self._slot.dropped
+        if self._timeline is None:
+            return self._slot.dropped
+        return self._timeline.dropped + self.host_behind
+
+    @property
+    def camera_skipped(self) -> int:
+        """Frames faster than the emulated camera's rate, never seen by the device."""
+        return self._timeline.camera_skipped if self._timeline is not None else 0
 
     def submit(self, decode: Callable[[], ImageBGR], t: float) -> None:
         """Offer the frame at media time ``t``; ``decode`` turns it into a BGR image when taken."""
-        self._slot.put(PendingFrame(self._received, t, decode, time.perf_counter()))
+        pending = PendingFrame(self._received, t, decode, time.perf_counter())
         self._received += 1
-        self._idle.clear()
+        if self._timeline is None:
+            self._slot.put(pending)
+        else:
+            if self._origin is None:
+                self._origin = asyncio.get_running_loop().time() - t
+            self._enqueue(self._timeline.offer(pending, pending.index, t))
+        self._check_idle()
+
+    def flush(self) -> None:
+        """End of stream: let the emulated device take the frame still waiting for it."""
+        if self._timeline is not None:
+            self._enqueue(self._timeline.flush())
+        self._check_idle()
 
     async def wait_idle(self) -> None:
-        """Return once every submitted frame was processed or dropped."""
+        """Return once every submitted frame was processed or dropped.
+
+        A session that is not real time may still hold the newest frame for the
+        emulated device (its fate depends on the next arrival): see :meth:`flush`.
+        """
         await self._idle.wait()
 
     def close(self) -> None:
         self._slot.close()
+        self._closed = True
+        self._starts.clear()
+        self._wake.set()
         self._idle.set()
 
     async def run(self) -> None:
         """Process frames until :meth:`close`; never raises for a bad frame (it reports it)."""
         loop = asyncio.get_running_loop()
-        while (pending := await self._slot.get()) is not None:
+        while (job := await self._next_job()) is not None:
+            pending, start = job
+            self._running = True
             try:
                 done = await loop.run_in_executor(self._executor, self._process, pending)
             except FrameError as exc:
                 await self._send(error_message(exc.code, str(exc)))
             else:
-                emulated = self.simulator.latency(done.host_latency, pending.t)
-                if emulated > done.host_latency:
-                    await asyncio.sleep(emulated - done.host_latency)
+                latency = await self._wait_for_device(done, start)
                 update = self.voter.update(done.detections, pending.t)
-                await self._publish(done, update, emulated)
-            if self._slot.empty:
-                self._idle.set()
+                await self._publish(done, update, latency, start)
+            self._running = False
+            self._check_idle()
+
+    def _enqueue(self, starts: list[Start[PendingFrame]]) -> None:
+        for start in starts:
+            if self._realtime and self._starts:
+                # The host is behind the emulated phone: keep only the newest start.
+                self._starts.popleft()
+                self.host_behind += 1
+                if self.host_behind == 1:
+                    log.warning(
+                        "host behind emulated profile %r: frames dropped, timing is the host's",
+                        self.simulator.profile.name,
+                    )
+            self._starts.append(start)
+        if starts:
+            self._wake.set()
+
+    def _check_idle(self) -> None:
+        if self._timeline is None:
+            busy = not self._slot.empty or self._running
+        else:
+            parked = self._realtime and self._timeline.has_waiting
+            busy = bool(self._starts) or self._running or parked
+        if busy and not self._closed:
+            self._idle.clear()
+        else:
+            self._idle.set()
+
+    async def _next_job(self) -> Job | None:
+        """The next frame to process: the newest (pass-through), or the device's next start."""
+        if self._timeline is None:
+            pending = await self._slot.get()
+            return None if pending is None else (pending, None)
+        loop = asyncio.get_running_loop()
+        while not self._starts:
+            if self._closed:
+                return None
+            self._wake.clear()
+            due = self._timeline.decision_time if self._realtime else None
+            if due is None or self._origin is None:
+                await self._wake.wait()
+                continue
+            try:
+                deadline = self._origin + due + self._grace
+                await asyncio.wait_for(self._wake.wait(), max(0.0, deadline - loop.time()))
+            except TimeoutError:
+                self._enqueue(self._timeline.advance(due))
+        if self._closed:
+            return None
+        start = self._starts.popleft()
+        return start.frame, start
+
+    async def _wait_for_device(
+        self, done: ProcessedFrame, start: Start[PendingFrame] | None
+    ) -> float:
+        """Seconds the device took for ``done``; a real-time session waits until it is done."""
+        if start is None:
+            return done.host_latency
+        if done.host_latency > start.latency:
+            self.host_slower += 1
+            if self.host_slower == 1:
+                log.warning(
+                    "host inference (%.1f ms) slower than emulated %r (%.1f ms)",
+                    done.host_latency * 1000,
+                    self.simulator.profile.name,
+                    start.latency * 1000,
+                )
+        if self._realtime and self._origin is not None:
+            loop = asyncio.get_running_loop()
+            await asyncio.sleep(max(0.0, self._origin + start.finish - loop.time()))
+        return start.latency
 
     def _process(self, pending: PendingFrame) -> ProcessedFrame:
         """Decode and detect; runs in the executor."""
@@ -125,8 +260,25 @@ class Session:
             pending, image.shape[1], image.shape[0], detections, time.perf_counter() - started
         )
 
-    async def _publish(self, done: ProcessedFrame, update: VoteUpdate, emulated: float) -> None:
+    async def _publish(
+        self,
+        done: ProcessedFrame,
+        update: VoteUpdate,
+        latency: float,
+        start: Start[PendingFrame] | None,
+    ) -> None:
         self.processed += 1
+        device: dict[str, object] = {
+            "profile": self.simulator.profile.name,
+            "tier": self.detector.tier,
+            "latency_ms": round(latency * 1000, 1),
+            "dropped": self.dropped,
+        }
+        if start is not None:  # emulated: skipped before this start; when it ran, media time
+            device["dropped"] = start.dropped + self.host_behind
+            device["camera_skipped"] = start.camera_skipped
+            device["start_t"] = round(start.start, 4)
+            device["done_t"] = round(start.finish, 4)
         await self._send(
             {
                 "type": "frame",
@@ -135,12 +287,7 @@ class Session:
                 "width": done.width,
                 "height": done.height,
                 "detections": [d.to_json() for d in update.detections],
-                "device": {
-                    "profile": self.simulator.profile.name,
-                    "tier": self.detector.tier,
-                    "latency_ms": round(emulated * 1000, 1),
-                    "dropped": self.dropped,
-                },
+                "device": device,
                 "server_ms": round((time.perf_counter() - done.pending.received) * 1000, 1),
             }
         )

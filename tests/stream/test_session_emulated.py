@@ -1,0 +1,184 @@
+"""Sessions on an emulated phone: same schedule and messages in real time and in fast mode."""
+
+import asyncio
+import itertools
+
+import pytest
+from fakes import RedSquareDetector, red_square_frame
+from virtual_time import InlineExecutor, run_virtual
+
+from hw_sim import DeviceProfile, DeviceSimulator, ModelSpec, Thermal
+from stream.pipelines import OptionError, Pipelines, SessionOptions
+from stream.session import Session
+from voting import KOfNVoter
+
+SQUARE = red_square_frame()
+EMPTY = red_square_frame(square=False)
+MODEL = ModelSpec("s", "int8", macs=500_000_000)  # 1 GOP a frame
+
+
+def phone(gop_s=10.0, jitter=0.2, camera_fps=0.0, thermal=None):
+    return DeviceProfile(
+        "phone",
+        int8_gop_s=gop_s,
+        jitter=jitter,
+        camera_fps=camera_fps,
+        preprocess_ms=5.0,
+        thermal=thermal or Thermal(heat_tau_s=1.0, cool_tau_s=2.0, onset=0.3, min_speed=0.5),
+    )
+
+
+def clip(n=60, fps=30.0):
+    """A square visible from frame 10 to 39, as ``(t, image)``."""
+    return [(i / fps, SQUARE if 10 <= i < 40 else EMPTY) for i in range(n)]
+
+
+def strip_host_timing(messages):
+    return [{k: v for k, v in m.items() if k != "server_ms"} for m in messages]
+
+
+async def play(profile, frames, realtime, seed=0):
+    """Messages (with the loop time each was sent at) of one session over ``frames``."""
+    loop = asyncio.get_running_loop()
+    sent = []
+
+    async def send(message):
+        sent.append((loop.time(), message))
+
+    simulator = DeviceSimulator(profile, MODEL, seed)
+    session = Session(
+        RedSquareDetector("s"), KOfNVoter(), simulator, send, InlineExecutor(), realtime=realtime
+    )
+    runner = asyncio.create_task(session.run())
+    start = loop.time()
+    for t, image in frames:
+        if realtime:
+            await asyncio.sleep(max(0.0, start + t - loop.time()))
+        else:
+            await session.wait_idle()
+        session.submit(lambda image=image: image, t)
+    session.flush()
+    await session.wait_idle()
+    session.close()
+    await runner
+    return start, sent, session
+
+
+@pytest.mark.parametrize(
+    ("profile", "seed"),
+    [
+        (phone(), 0),
+        (phone(), 7),
+        (phone(gop_s=40.0, jitter=0.0), 0),  # faster than the camera: nothing dropped
+        (phone(gop_s=4.0, camera_fps=24.0), 3),  # 255 ms a frame, a 24 fps camera
+    ],
+)
+def test_fast_mode_gives_the_real_time_schedule_and_events(profile, seed):
+    _, real, real_session = run_virtual(lambda: play(profile, clip(), True, seed))
+    _, fast, fast_session = run_virtual(lambda: play(profile, clip(), False, seed))
+    assert strip_host_timing([m for _, m in real]) == strip_host_timing([m for _, m in fast])
+    assert any(m["type"] == "event" and m["event"] == "recognized" for _, m in real)
+    assert real_session.dropped == fast_session.dropped
+    assert real_session.processed == fast_session.processed
+
+
+def test_real_time_session_publishes_each_frame_when_the_phone_would_be_done():
+    start, sent, session = run_virtual(lambda: play(phone(), clip(), True))
+    frames = [(at - start, m) for at, m in sent if m["type"] == "frame"]
+    assert frames and session.processed == len(frames)
+    for at, message in frames:
+        assert at == pytest.approx(message["device"]["done_t"], abs=1e-3)
+        assert message["device"]["latency_ms"] == pytest.approx(
+            (message["device"]["done_t"] - message["device"]["start_t"]) * 1000, abs=0.2
+        )
+
+
+def test_dropped_frames_are_counted_and_every_frame_is_accounted_for():
+    cool = phone(jitter=0.0, thermal=Thermal())  # 105 ms a frame: 5 ms + 1 GOP at 10 GOP/s
+    _, sent, session = run_virtual(lambda: play(cool, clip(), False))
+    frames = [m for _, m in sent if m["type"] == "frame"]
+    assert len(frames) == session.processed == 20  # 2.1 s of work in a 2 s clip
+    assert session.processed + session.dropped == 60
+    assert frames[-1]["device"]["dropped"] == session.dropped
+    assert [m["device"]["dropped"] for m in frames[:3]] == [0, 2, 4]
+    starts = [m["device"]["start_t"] for m in frames]
+    assert all(b - a == pytest.approx(0.105) for a, b in itertools.pairwise(starts))
+
+
+def test_sustained_load_slows_the_phone_down():
+    hot = phone(
+        jitter=0.0, thermal=Thermal(heat_tau_s=1.0, cool_tau_s=2.0, onset=0.2, min_speed=0.5)
+    )
+    _, sent, _ = run_virtual(lambda: play(hot, clip(n=300), False))
+    latencies = [m["device"]["latency_ms"] for _, m in sent if m["type"] == "frame"]
+    assert latencies[0] == pytest.approx(105.0)
+    assert latencies[-1] > 1.8 * latencies[0]
+
+
+def test_jitter_changes_with_the_seed():
+    def latencies(seed):
+        _, sent, _ = run_virtual(lambda: play(phone(), clip(), False, seed))
+        return [m["device"]["latency_ms"] for _, m in sent if m["type"] == "frame"]
+
+    assert latencies(1) == latencies(1)
+    assert latencies(1) != latencies(2)
+
+
+def test_host_slower_than_the_phone_is_counted():
+    class SlowDetector(RedSquareDetector):
+        def detect(self, image):
+            import time
+
+            time.sleep(0.02)
+            return super().detect(image)
+
+    async def main():
+        async def send(message):
+            pass
+
+        simulator = DeviceSimulator(phone(gop_s=1000.0, jitter=0.0), MODEL)
+        session = Session(SlowDetector("s"), KOfNVoter(), simulator, send, InlineExecutor())
+        runner = asyncio.create_task(session.run())
+        session.submit(lambda: SQUARE, 0.0)
+        await session.wait_idle()
+        session.close()
+        await runner
+        return session
+
+    assert run_virtual(main).host_slower == 1
+
+
+@pytest.mark.parametrize(
+    ("profile", "tier", "expected"),
+    [("low", None, "s"), ("high", None, "l"), ("high", "s", "s"), ("host", None, "l")],
+)
+def test_pipelines_pick_the_tier_per_profile_and_honour_the_override(profile, tier, expected):
+    specs = [
+        ModelSpec(t, p, macs)
+        for t, macs in (("s", 20_000_000), ("l", 1_000_000_000))
+        for p in ("int8", "fp32")
+    ]
+    detectors = {(s.tier, s.precision): RedSquareDetector(s.tier) for s in specs}
+    pipelines = Pipelines(
+        {"s": detectors["s", "int8"], "l": detectors["l", "int8"]},
+        workers=1,
+        models=[(s, detectors[s.tier, s.precision]) for s in specs],
+    )
+    try:
+        simulator, detector = pipelines.simulator_for(SessionOptions(profile, tier))
+        assert detector.tier == simulator.tier == expected
+        if simulator.emulated:
+            assert simulator.model.precision == ("fp32" if profile == "low" else "int8")
+        with pytest.raises(OptionError, match="unknown model tier"):
+            pipelines.simulator_for(SessionOptions(profile, "xl"))
+    finally:
+        pipelines.shutdown()
+
+
+def test_emulated_profiles_need_model_cards():
+    pipelines = Pipelines({"l": RedSquareDetector()}, workers=1)
+    try:
+        with pytest.raises(OptionError, match="needs model cards"):
+            pipelines.simulator_for(SessionOptions("low"))
+    finally:
+        pipelines.shutdown()
