@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
+
+from stream.admission import ServerConfig
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,6 +26,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     serve.add_argument("--cert", type=Path, help="PEM certificate for --https")
     serve.add_argument("--key", type=Path, help="PEM private key for --https")
+    limits = ServerConfig()
+    serve.add_argument("--max-sessions", type=int, default=limits.max_sessions)
+    serve.add_argument(
+        "--max-sessions-per-client", type=int, default=limits.max_sessions_per_client
+    )
+    serve.add_argument(
+        "--token",
+        default=os.environ.get("FUSCAN_TOKEN"),
+        help="require this token for /offer and /ws (default: $FUSCAN_TOKEN; none)",
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="accept session requests only from these origins (repeatable; default: any)",
+    )
+    serve.add_argument("--ice-timeout", type=float, default=limits.ice_timeout_s)
 
     replay = sub.add_parser("replay", help="run a recorded video through the session pipeline")
     replay.add_argument("video")
@@ -44,9 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         from stream.server import serve as run_server
 
-        run_server(
-            args.host, args.port, args.profile, args.precision, args.https, args.cert, args.key
+        config = ServerConfig(
+            default_profile=args.profile,
+            max_sessions=args.max_sessions,
+            max_sessions_per_client=args.max_sessions_per_client,
+            token=args.token,
+            allowed_origins=frozenset(args.allow_origin),
+            ice_timeout_s=args.ice_timeout,
         )
+        run_server(args.host, args.port, config, args.precision, args.https, args.cert, args.key)
         return 0
     if args.command == "replay":
         from clients.replay import replay_main

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 from pathlib import Path
 
 import aioice.ice
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from hw_sim import PROFILES
+from stream.admission import Admission, ServerConfig, guard_middleware
 from stream.pipelines import Pipelines
 from stream.tls import DEFAULT_TLS_DIR, lan_addresses, self_signed_certificate, server_context
 from stream.webrtc import WebRtcGateway
@@ -18,13 +21,17 @@ from stream.ws_api import WebsocketApi
 log = logging.getLogger(__name__)
 
 GATEWAY = web.AppKey("gateway", WebRtcGateway)
+ADMISSION = web.AppKey("admission", Admission)
 
 WEB_ROOT = Path(__file__).resolve().parent.parent / "clients" / "web"
 
 
-def build_app(pipelines: Pipelines, default_profile: str = "host") -> web.Application:
-    gateway = WebRtcGateway(pipelines, default_profile)
-    api = WebsocketApi(pipelines, default_profile)
+def build_app(pipelines: Pipelines, config: ServerConfig | None = None) -> web.Application:
+    config = config or ServerConfig()
+    default_profile = config.default_profile
+    admission = Admission(config.max_sessions, config.max_sessions_per_client)
+    gateway = WebRtcGateway(pipelines, config, admission)
+    api = WebsocketApi(pipelines, config, admission)
 
     async def index(_: web.Request) -> web.FileResponse:
         return web.FileResponse(WEB_ROOT / "index.html")
@@ -37,16 +44,21 @@ def build_app(pipelines: Pipelines, default_profile: str = "host") -> web.Applic
             ]
         )
 
+    async def metrics_page(_: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
     async def on_shutdown(_: web.Application) -> None:
-        await gateway.close_all()
+        await asyncio.gather(gateway.close_all(), api.close_all())
         pipelines.shutdown()
 
-    app = web.Application()
+    app = web.Application(middlewares=[guard_middleware(config)])
     app[GATEWAY] = gateway
+    app[ADMISSION] = admission
     app.router.add_get("/", index)
     app.router.add_get("/profiles", profiles)
     app.router.add_post("/offer", gateway.offer)
     app.router.add_get("/ws", api.handle)
+    app.router.add_get("/metrics", metrics_page)
     app.router.add_static("/static/", WEB_ROOT)
     app.on_shutdown.append(on_shutdown)
     return app
@@ -65,7 +77,7 @@ def loopback_host_addresses(use_ipv4: bool, use_ipv6: bool) -> list[str]:
 def serve(
     host: str,
     port: int,
-    profile: str,
+    config: ServerConfig,
     precision: str = "int8",
     https: bool = False,
     cert: Path | None = None,
@@ -81,11 +93,12 @@ def serve(
         if cert is None or key is None:
             cert, key = self_signed_certificate(DEFAULT_TLS_DIR, lan)
         context = server_context(cert, key)
-    app = build_app(Pipelines.from_models(precision), profile)
+    app = build_app(Pipelines.from_models(precision), config)
     scheme = "https" if context else "http"
     shown = [host] if host not in ("0.0.0.0", "::") else ["127.0.0.1", *lan_addresses()]
     for address in shown:
         print(f"open {scheme}://{address}:{port}/", flush=True)
     if context and not loopback:
         print("(self-signed certificate: accept the browser's warning once per device)", flush=True)
-    web.run_app(app, host=host, port=port, ssl_context=context, print=None)
+    # SIGTERM/SIGINT: stop accepting, tell clients (on_shutdown), wait at most this long.
+    web.run_app(app, host=host, port=port, ssl_context=context, print=None, shutdown_timeout=5.0)

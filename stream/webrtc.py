@@ -14,21 +14,25 @@ from aiohttp import web
 from aiortc import MediaStreamTrack, RTCDataChannel, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError
 
+from stream import metrics
+from stream.admission import Admission, ServerConfig, Ticket, refuse
 from stream.images import video_frame_decoder
 from stream.pipelines import OptionError, Pipelines, SessionOptions
-from stream.session import Message, Session
+from stream.session import Message, Session, error_message
 
 log = logging.getLogger(__name__)
 
 MAX_CHANNEL_BUFFER = 256 * 1024
 """Bytes queued on a data channel past which ``frame`` messages are dropped (events never are)."""
+TRANSPORT = "webrtc"
 
 
 @dataclass(slots=True)
 class Peer:
-    """One browser: its peer connection, result channel, session and tasks."""
+    """One browser: its peer connection, result channel, session, tasks and admission ticket."""
 
     pc: RTCPeerConnection
+    ticket: Ticket
     session: Session | None = None
     channel: RTCDataChannel | None = None
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
@@ -39,7 +43,13 @@ class Peer:
             return
         if message["type"] == "frame" and channel.bufferedAmount > MAX_CHANNEL_BUFFER:
             return
+        metrics.observe(TRANSPORT, message)
         channel.send(json.dumps(message))
+
+    def spawn(self, job: Any) -> None:
+        task = asyncio.create_task(job)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
 
 async def drain(track: MediaStreamTrack, session: Session) -> None:
@@ -57,9 +67,10 @@ async def drain(track: MediaStreamTrack, session: Session) -> None:
 class WebRtcGateway:
     """Owns every peer connection; ``offer`` is the aiohttp handler for ``POST /offer``."""
 
-    def __init__(self, pipelines: Pipelines, default_profile: str) -> None:
+    def __init__(self, pipelines: Pipelines, config: ServerConfig, admission: Admission) -> None:
         self.pipelines = pipelines
-        self.default_profile = default_profile
+        self.config = config
+        self.admission = admission
         self.peers: dict[str, Peer] = {}
 
     async def offer(self, request: web.Request) -> web.Response:
@@ -70,13 +81,18 @@ class WebRtcGateway:
             sdp, kind = params.get("sdp"), params.get("type")
             if not isinstance(sdp, str) or kind != "offer":
                 raise ValueError("need {'sdp': str, 'type': 'offer'}")
-            options = SessionOptions.from_json(params, self.default_profile)
+            options = SessionOptions.from_json(params, self.config.default_profile)
         except (ValueError, OptionError) as exc:
-            return web.json_response({"error": str(exc)}, status=400)
+            return refuse(400, str(exc))
+        ticket = self.admission.admit(request.remote or "?")
+        if isinstance(ticket, str):
+            metrics.REFUSED.inc()
+            return refuse(503, ticket)
 
         peer_id = uuid.uuid4().hex
-        peer = Peer(RTCPeerConnection())
+        peer = Peer(RTCPeerConnection(), ticket)
         self.peers[peer_id] = peer
+        metrics.SESSIONS.labels(TRANSPORT).inc()
         pc = peer.pc
 
         @pc.on("datachannel")
@@ -88,10 +104,8 @@ class WebRtcGateway:
             if track.kind != "video" or peer.session is not None:
                 return
             peer.session = self.pipelines.open(options, peer.send)
-            for job in (peer.session.run(), drain(track, peer.session)):
-                task = asyncio.create_task(job)
-                peer.tasks.add(task)
-                task.add_done_callback(peer.tasks.discard)
+            peer.spawn(peer.session.run())
+            peer.spawn(drain(track, peer.session))
 
         @pc.on("connectionstatechange")
         async def on_state() -> None:
@@ -105,19 +119,40 @@ class WebRtcGateway:
             await pc.setLocalDescription(await pc.createAnswer())
         except Exception as exc:  # aiortc raises many types for bad SDP
             await self.close(peer_id)
-            return web.json_response({"error": f"bad offer: {exc}"}, status=400)
+            return refuse(400, f"bad offer: {exc}")
+        peer.spawn(self._close_unless_connected(peer_id))
         answer = pc.localDescription
         return web.json_response({"sdp": answer.sdp, "type": answer.type, "peer": peer_id})
 
-    async def close(self, peer_id: str) -> None:
+    async def _close_unless_connected(self, peer_id: str) -> None:
+        """Peers whose ICE never completes would otherwise hold ports and a session forever."""
+        await asyncio.sleep(self.config.ice_timeout_s)
+        peer = self.peers.get(peer_id)
+        if peer is not None and peer.pc.connectionState != "connected":
+            log.info(
+                "closing peer %s: not connected after %.0f s", peer_id, self.config.ice_timeout_s
+            )
+            await self.close(peer_id)
+
+    async def close(self, peer_id: str, reason: Message | None = None) -> None:
+        """Close one peer; ``reason`` is sent on its data channel first (best effort)."""
         peer = self.peers.pop(peer_id, None)
         if peer is None:
             return
+        metrics.SESSIONS.labels(TRANSPORT).dec()
+        peer.ticket.release()
+        if reason is not None:
+            with contextlib.suppress(Exception):
+                await peer.send(reason)
         if peer.session is not None:
             peer.session.close()
+            metrics.DROPPED.labels(TRANSPORT).inc(peer.session.dropped)
+        current = asyncio.current_task()
         for task in list(peer.tasks):
-            task.cancel()
+            if task is not current:
+                task.cancel()
         await peer.pc.close()
 
     async def close_all(self) -> None:
-        await asyncio.gather(*(self.close(pid) for pid in list(self.peers)))
+        notice = error_message("shutting_down", "the server is shutting down")
+        await asyncio.gather(*(self.close(pid, notice) for pid in list(self.peers)))

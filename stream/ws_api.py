@@ -15,6 +15,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from stream import metrics
+from stream.admission import Admission, ServerConfig, refuse
 from stream.images import MAX_FRAME_BYTES, MAX_PIXELS, image_decoder
 from stream.pipelines import Pipelines, SessionOptions
 from stream.session import FrameError, Message, Session, error_message
@@ -25,6 +27,8 @@ MAX_FPS = 60.0
 frames beyond that are refused with ``rate_limited``."""
 HEARTBEAT_S = 20.0
 """Ping interval; a client that does not answer within another interval is disconnected."""
+TRANSPORT = "websocket"
+CLOSE_GOING_AWAY = 1001
 
 
 @dataclass(slots=True)
@@ -65,6 +69,7 @@ class WebsocketConnection:
 
     async def send(self, message: Message) -> None:
         if not self.ws.closed:
+            metrics.observe(TRANSPORT, message)
             await self.ws.send_str(json.dumps(message))
 
     async def on_text(self, text: str) -> None:
@@ -117,20 +122,31 @@ class WebsocketConnection:
     def close(self) -> None:
         if self.session is not None:
             self.session.close()
+            metrics.DROPPED.labels(TRANSPORT).inc(self.session.dropped)
         if self.runner is not None:
             self.runner.cancel()
 
 
 class WebsocketApi:
-    def __init__(self, pipelines: Pipelines, default_profile: str) -> None:
-        self.pipelines = pipelines
-        self.default_profile = default_profile
+    """The aiohttp handler of ``GET /ws``; :meth:`close_all` is for shutdown."""
 
-    async def handle(self, request: web.Request) -> web.WebSocketResponse:
+    def __init__(self, pipelines: Pipelines, config: ServerConfig, admission: Admission) -> None:
+        self.pipelines = pipelines
+        self.config = config
+        self.admission = admission
+        self.open: set[web.WebSocketResponse] = set()
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        ticket = self.admission.admit(request.remote or "?")
+        if isinstance(ticket, str):
+            metrics.REFUSED.inc()
+            return refuse(503, ticket)
         ws = web.WebSocketResponse(max_msg_size=MAX_FRAME_BYTES + 1024, heartbeat=HEARTBEAT_S)
-        await ws.prepare(request)
-        connection = WebsocketConnection(ws, self.pipelines, self.default_profile)
+        connection = WebsocketConnection(ws, self.pipelines, self.config.default_profile)
+        metrics.SESSIONS.labels(TRANSPORT).inc()
         try:
+            await ws.prepare(request)
+            self.open.add(ws)
             async for msg in ws:
                 try:
                     if msg.type == WSMsgType.TEXT:
@@ -140,8 +156,16 @@ class WebsocketApi:
                 except FrameError as exc:
                     await connection.send(error_message(exc.code, str(exc)))
         finally:
+            self.open.discard(ws)
             connection.close()
+            ticket.release()
+            metrics.SESSIONS.labels(TRANSPORT).dec()
         return ws
+
+    async def close_all(self) -> None:
+        await asyncio.gather(
+            *(ws.close(code=CLOSE_GOING_AWAY, message=b"server shutting down") for ws in self.open)
+        )
 
 
 def _parse(text: str) -> dict[str, Any]:

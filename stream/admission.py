@@ -1,0 +1,100 @@
+"""Admission control, auth and origin checks: who may open a session, and how many at once."""
+
+from __future__ import annotations
+
+import hmac
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+GUARDED_PATHS = ("/offer", "/ws", "/targets")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """Server-wide policy (``python run.py serve --help`` documents each flag).
+
+    Attributes:
+        default_profile: device profile of sessions that do not name one.
+        max_sessions: sessions open at once over all clients (WebRTC + websocket).
+        max_sessions_per_client: sessions open at once from one client address.
+        token: when set, ``/offer`` and ``/ws`` need ``Authorization: Bearer TOKEN``
+            or ``?token=TOKEN`` (browsers cannot set headers on websockets).
+        allowed_origins: when non-empty, requests whose ``Origin`` header is not
+            listed are refused (a page on another site cannot use the camera API).
+        ice_timeout_s: a peer connection that is not connected this long after
+            its offer is closed.
+    """
+
+    default_profile: str = "host"
+    max_sessions: int = 32
+    max_sessions_per_client: int = 8
+    token: str | None = None
+    allowed_origins: frozenset[str] = frozenset()
+    ice_timeout_s: float = 15.0
+
+
+@dataclass(slots=True)
+class Ticket:
+    """A granted session slot; :meth:`release` (idempotent) gives it back."""
+
+    admission: Admission
+    client: str
+    released: bool = False
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            self.admission.give_back(self.client)
+
+
+@dataclass(slots=True)
+class Admission:
+    max_total: int
+    max_per_client: int
+    open: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def total(self) -> int:
+        return sum(self.open.values())
+
+    def admit(self, client: str) -> Ticket | str:
+        """A :class:`Ticket`, or the reason the session is refused."""
+        if self.total >= self.max_total:
+            return f"server full ({self.max_total} sessions)"
+        if self.open[client] >= self.max_per_client:
+            return f"too many sessions from {client} ({self.max_per_client})"
+        self.open[client] += 1
+        return Ticket(self, client)
+
+    def give_back(self, client: str) -> None:
+        self.open[client] -= 1
+        if self.open[client] <= 0:
+            del self.open[client]
+
+
+def refuse(status: int, reason: str) -> web.Response:
+    return web.json_response({"error": reason}, status=status)
+
+
+def guard_middleware(config: ServerConfig) -> Callable[..., Awaitable[web.StreamResponse]]:
+    """Checks token and origin on the session endpoints before any work is done."""
+
+    @web.middleware
+    async def guard(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        if request.path.startswith(GUARDED_PATHS):
+            origin = request.headers.get("Origin")
+            if config.allowed_origins and origin and origin not in config.allowed_origins:
+                return refuse(403, f"origin {origin} is not allowed")
+            if config.token is not None:
+                header = request.headers.get("Authorization", "")
+                given = header.removeprefix("Bearer ") if header else request.query.get("token", "")
+                if not hmac.compare_digest(given.encode(), config.token.encode()):
+                    return refuse(401, "missing or wrong token")
+        return await handler(request)
+
+    return guard

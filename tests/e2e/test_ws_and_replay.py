@@ -1,0 +1,61 @@
+"""The websocket API and the replay tool on the bundled model, with generated clips."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from clients.clips import write_video
+from clients.ws_client import ScanClient, encode_jpeg
+from detectors.synth.scenes import make_clip
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def test_websocket_client_sends_jpeg_frames_and_gets_frame_and_event_messages(live_server):
+    clip = make_clip(11, n_frames=30, fps=15, content="fu")
+    url = live_server.replace("http", "ws") + "/ws"
+    seen: list[dict] = []
+    async with ScanClient.connect(url) as client:
+        assert client.ready["tier"]
+        for frame in clip.frames:
+            await client.send_frame(encode_jpeg(frame))
+            async with asyncio.timeout(10):
+                async for message in client.results():
+                    seen.append(message)
+                    if message["type"] == "frame":
+                        break
+    assert sum(m["type"] == "frame" for m in seen) == len(clip.frames)
+    assert [m["label"] for m in seen if m.get("event") == "recognized"] == ["fu"]
+
+
+def test_replay_writes_json_lines_with_a_recognized_event(tmp_path):
+    video = tmp_path / "fu.mp4"
+    write_video(make_clip(12, n_frames=30, fps=15, content="fu").frames, video, fps=15)
+    out = tmp_path / "out.jsonl"
+    subprocess.run(
+        [sys.executable, "run.py", "replay", str(video), "--fast", "--jsonl", str(out)],
+        cwd=ROOT,
+        check=True,
+        timeout=120,
+    )
+    messages = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [m["frame"] for m in messages if m["type"] == "frame"] == list(range(30))
+    assert any(m.get("event") == "recognized" and m["label"] == "fu" for m in messages)
+
+
+def test_replay_of_an_unreadable_file_fails_with_a_clear_message(tmp_path):
+    bogus = tmp_path / "not-a-video.mp4"
+    bogus.write_bytes(b"this is not a video")
+    done = subprocess.run(
+        [sys.executable, "run.py", "replay", str(bogus), "--fast"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "cannot open" in done.stderr or "corrupt" in done.stderr

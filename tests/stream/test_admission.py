@@ -1,0 +1,133 @@
+import asyncio
+import json
+
+import aiohttp
+import pytest
+from aiortc import RTCPeerConnection
+from fakes import jpeg, red_square_frame
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from stream.admission import Admission, ServerConfig
+from stream.server import ADMISSION, GATEWAY, loopback_host_addresses
+
+
+@pytest.mark.parametrize(
+    ("max_total", "max_per_client", "clients", "granted"),
+    [
+        (2, 2, ["a", "a", "a"], [True, True, False]),
+        (3, 1, ["a", "a", "b", "c", "d"], [True, False, True, True, False]),
+        (0, 5, ["a"], [False]),
+    ],
+)
+def test_admission_limits_total_and_per_client(max_total, max_per_client, clients, granted):
+    admission = Admission(max_total, max_per_client)
+    results = [admission.admit(c) for c in clients]
+    assert [not isinstance(r, str) for r in results] == granted
+
+
+def test_released_tickets_free_their_slot_once():
+    admission = Admission(1, 1)
+    ticket = admission.admit("a")
+    assert not isinstance(ticket, str)
+    ticket.release()
+    ticket.release()
+    assert admission.total == 0
+    assert not isinstance(admission.admit("b"), str)
+
+
+def ws_url(server, query=""):
+    return f"ws://127.0.0.1:{server.port}/ws{query}"
+
+
+async def start_session(ws):
+    await ws.send(json.dumps({"type": "start"}))
+    assert json.loads(await ws.recv())["type"] == "ready"
+
+
+async def test_the_session_over_the_limit_gets_503_and_the_others_keep_working(make_server):
+    server = await make_server(ServerConfig(max_sessions=2))
+    async with connect(ws_url(server)) as first, connect(ws_url(server)) as second:
+        await start_session(first)
+        await start_session(second)
+        with pytest.raises(InvalidStatus) as refused:
+            async with connect(ws_url(server)):
+                pass
+        assert refused.value.response.status_code == 503
+        url = f"http://127.0.0.1:{server.port}/offer"
+        async with aiohttp.ClientSession() as http, http.post(url, json={}) as response:
+            assert response.status == 400  # validation comes first, then admission
+        await first.send(jpeg(red_square_frame()))
+        assert json.loads(await first.recv())["type"] == "frame"
+    async with asyncio.timeout(5):
+        while server.app[ADMISSION].total:
+            await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize(
+    ("headers", "query", "allowed"),
+    [
+        ({}, "", False),
+        ({"Authorization": "Bearer wrong"}, "", False),
+        ({"Authorization": "Bearer s3cret"}, "", True),
+        ({}, "?token=s3cret", True),
+        ({}, "?token=s3cre", False),
+    ],
+)
+async def test_token_is_required_when_configured(make_server, headers, query, allowed):
+    server = await make_server(ServerConfig(token="s3cret"))
+    try:
+        async with connect(ws_url(server, query), additional_headers=headers) as ws:
+            await start_session(ws)
+        assert allowed
+    except InvalidStatus as refused:
+        assert not allowed
+        assert refused.response.status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("origin", "allowed"),
+    [("https://scan.example", True), ("https://evil.example", False)],
+)
+async def test_origin_allow_list(make_server, origin, allowed):
+    server = await make_server(ServerConfig(allowed_origins=frozenset({"https://scan.example"})))
+    try:
+        async with connect(ws_url(server), origin=origin) as ws:
+            await start_session(ws)
+        assert allowed
+    except InvalidStatus as refused:
+        assert not allowed
+        assert refused.response.status_code == 403
+
+
+async def test_shutdown_closes_websockets_with_going_away(make_server):
+    server = await make_server(ServerConfig())
+    async with connect(ws_url(server)) as ws:
+        await start_session(ws)
+        await server.runner.shutdown()
+        with pytest.raises(ConnectionClosed) as closed:
+            async with asyncio.timeout(5):
+                await ws.recv()
+        assert closed.value.rcvd.code == 1001
+
+
+async def test_a_peer_that_never_connects_is_closed_after_the_ice_timeout(make_server, monkeypatch):
+    import aioice.ice
+
+    monkeypatch.setattr(aioice.ice, "get_host_addresses", loopback_host_addresses)
+    server = await make_server(ServerConfig(ice_timeout_s=0.3))
+    pc = RTCPeerConnection()
+    pc.createDataChannel("results")
+    pc.addTransceiver("video", direction="sendonly")
+    await pc.setLocalDescription(await pc.createOffer())
+    body = {"sdp": pc.localDescription.sdp, "type": "offer"}
+    url = f"http://127.0.0.1:{server.port}/offer"
+    async with aiohttp.ClientSession() as http, http.post(url, json=body) as response:
+        assert response.status == 200
+    assert server.app[GATEWAY].peers and server.app[ADMISSION].total == 1
+    # we never apply the answer, so ICE cannot complete
+    async with asyncio.timeout(5):
+        while server.app[GATEWAY].peers:
+            await asyncio.sleep(0.05)
+    assert server.app[ADMISSION].total == 0
+    await pc.close()
