@@ -60,7 +60,19 @@ def main(argv: list[str] | None = None) -> int:
     client.add_argument("--tier", default=None)
     client.add_argument("--fps", type=float, default=15.0, help="pace for image folders")
 
-    args = parser.parse_args(argv)
+    sub.add_parser(
+        "eval-voting",
+        add_help=False,  # its own options and --help: voting/evaluate.py
+        help="labelled clips through voting: precision, recall, time to decision per preset",
+    )
+
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "eval-voting":
+        from voting.evaluate import main as eval_voting
+
+        return eval_voting(rest)
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if args.command == "serve":
         from stream.server import serve as run_server

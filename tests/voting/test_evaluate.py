@@ -1,0 +1,187 @@
+import math
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from detectors.core import Detection, Detections
+from voting import evaluate
+from voting.core import VoteEvent, VoteUpdate
+from voting.rendered import detected_clip, link_objects
+from voting.simulate import FU, NEGATIVE, Clip, GroundTruthObject
+
+BOX = (100.0, 100.0, 200.0, 200.0)
+ELSEWHERE = (400.0, 300.0, 450.0, 350.0)
+
+
+def clip_with(kind="fu", n=60, label=FU, visits=((0.5, 1.8),), clarity=(0.9,)):
+    times = np.arange(n) / 30
+    boxes = np.tile(np.array(BOX), (n, 1))
+    obj = GroundTruthObject(1, label, boxes, visits, clarity)
+    return Clip(kind, 0, times, (Detections(),) * n, (obj,), np.arange(n))
+
+
+def recognized(t, box=BOX, track=1):
+    return VoteEvent("recognized", FU, track, t, 0.999, box)
+
+
+def updates_with(events_at, n=60):
+    per_frame = [VoteUpdate() for _ in range(n)]
+    for i, event in events_at:
+        per_frame[i] = VoteUpdate((), (event,))
+    return per_frame
+
+
+@pytest.mark.parametrize(
+    ("events", "true", "repeated", "covered", "delays"),
+    [
+        ([], 0, 0, 0, []),
+        ([(24, recognized(0.8))], 1, 0, 1, [pytest.approx(0.3)]),
+        ([(24, recognized(0.8)), (40, recognized(1.33, track=2))], 1, 1, 1, [pytest.approx(0.3)]),
+        ([(24, recognized(0.8, ELSEWHERE))], 0, 0, 0, []),
+    ],
+)
+def test_score_clip_counts_events(events, true, repeated, covered, delays):
+    tally = evaluate.Tally()
+    evaluate.score_clip(clip_with(), updates_with(events), tally, min_view=1.0, clear=0.75)
+    assert (tally.recognized, tally.true, tally.repeated) == (len(events), true, repeated)
+    assert (tally.visits, tally.covered, tally.delays) == (1, covered, delays)
+    assert tally.false_in_negative == 0
+
+
+@pytest.mark.parametrize(
+    ("visits", "clarity", "counted"),
+    [(((0.5, 1.2),), (0.9,), (0, 0)), (((0.5, 1.8),), (0.5,), (0, 1))],
+)
+def test_short_or_hard_visits_are_kept_apart(visits, clarity, counted):
+    tally = evaluate.Tally()
+    evaluate.score_clip(
+        clip_with(visits=visits, clarity=clarity), updates_with([]), tally, 1.0, 0.75
+    )
+    assert (tally.visits, tally.hard_visits) == counted
+
+
+def test_false_recognitions_in_negative_video_count_per_hour():
+    tally = evaluate.Tally()
+    clip = clip_with(kind="negative", n=30 * 36, label=NEGATIVE, visits=((0.0, 36.0),))
+    evaluate.score_clip(clip, updates_with([(5, recognized(0.2))], n=30 * 36), tally, 1.0, 0.75)
+    assert tally.false_in_negative == 1
+    assert tally.false_per_hour == pytest.approx(100.0)
+    assert tally.precision == 0.0
+
+
+def test_empty_tally_reports_nan():
+    tally = evaluate.Tally()
+    values = [tally.precision, tally.recall, tally.recall_hard, tally.false_per_hour]
+    values += [tally.delay(0.5), tally.jitter, tally.error]
+    assert all(math.isnan(v) for v in values)
+    assert "nan" in evaluate.format_table({("balanced", 15.0): tally})
+
+
+def test_box_error_and_jitter():
+    tally = evaluate.Tally()
+    clip = clip_with(n=3)
+    updates = [
+        VoteUpdate((evaluate_det((101.0, 100.0, 201.0, 200.0)),)),
+        VoteUpdate((evaluate_det((99.0, 100.0, 199.0, 200.0)),)),
+        VoteUpdate((evaluate_det(ELSEWHERE),)),
+    ]
+    evaluate.score_clip(clip, updates, tally, 1.0, 0.75)
+    assert tally.error == pytest.approx(0.5)  # 1 px on 2 of 4 sides of a 100 px box
+    assert tally.jitter == pytest.approx(100 * math.sqrt((0.02**2 * 2) / 4))
+
+
+def evaluate_det(box):
+    from voting.core import TrackedDetection
+
+    return TrackedDetection(FU, 0.9, box, 1)
+
+
+@pytest.mark.parametrize(
+    ("spec", "names"),
+    [
+        ("balanced", ["balanced"]),
+        ("fast,kofn:k=2:n=3:min_score=0.6", ["fast", "kofn:k=2:n=3:min_score=0.6"]),
+    ],
+)
+def test_parse_voters(spec, names):
+    voters = evaluate.parse_voters(spec, {})
+    assert list(voters) == names
+    assert all(factory() is not factory() for factory in voters.values())
+
+
+@pytest.mark.parametrize("spec", ["nope", "balanced:alpah=0.1", "kofn:k=x"])
+def test_parse_voters_rejects(spec):
+    with pytest.raises(ValueError):
+        evaluate.parse_voters(spec, {})
+
+
+def test_calibration_separates_real_from_false_tracks():
+    source, length = evaluate.sim_source(evaluate.NoiseModel())
+    clips = evaluate.make_clips(source, range(8), negative_seconds=40, length=length)
+    config = evaluate.make_config()
+    model = evaluate.calibrate(clips, lambda: evaluate.IouTracker(), cap=3.0)
+    assert model.llr(0.95) > 1 > 0 > model.llr(0.35)
+    assert model.llr(None) < 0
+    assert config.score_model is not model
+
+
+def test_main_prints_a_table(capsys):
+    argv = "--clips 3 --negative-hours 0.01 --calibration-clips 3 --fps 15 --voters balanced,kofn"
+    assert evaluate.main(argv.split()) == 0
+    out = capsys.readouterr().out
+    assert "score model fitted" in out
+    assert out.count("\nbalanced ") == 1 and out.count("\nkofn ") == 1
+
+
+def test_main_rejects_bad_voters(capsys):
+    with pytest.raises(SystemExit):
+        evaluate.main(["--voters", "paranoid"])
+    assert "unknown voting preset" in capsys.readouterr().err
+
+
+class ScriptedDetector:
+    tier = "t"
+
+    def __init__(self):
+        self.calls = 0
+
+    def detect(self, image):
+        self.calls += 1
+        return Detections((Detection(FU, float(image[0, 0, 0]) / 100, BOX),))
+
+
+def fake_scenes(seed, n_frames, fps, content):
+    frames = [np.full((4, 4, 3), 90, np.uint8) for _ in range(n_frames)]
+    boxes = [
+        np.array([BOX], np.float32) if i >= 2 else np.zeros((0, 4), np.float32)
+        for i in range(n_frames)
+    ]
+    return frames, boxes
+
+
+def test_detected_clips_are_cached(tmp_path, monkeypatch):
+    module = types.ModuleType("detectors.synth.scenes")
+    module.make_clip = lambda seed, n, fps, content: fake_scenes(seed, n, fps, content)
+    monkeypatch.setitem(sys.modules, "detectors.synth.scenes", module)
+    detector = ScriptedDetector()
+    first = detected_clip(detector, "t-int8", 7, "fu", 0.2, tmp_path)
+    again = detected_clip(detector, "t-int8", 7, "fu", 0.2, tmp_path)
+    assert detector.calls == 6  # once per frame, the second clip came from the cache
+    assert first.detections == again.detections
+    assert first.detections[0].items[0].score == pytest.approx(0.9)
+    (obj,) = first.objects
+    assert obj.visits == (pytest.approx((2 / 30, 6 / 30)),)
+    assert obj.clarity == (pytest.approx(0.9),)
+    uncached = detected_clip(detector, "t-int8", 7, "fu", 0.2, None)
+    assert uncached.detections == first.detections
+
+
+def test_link_objects_chains_boxes_and_splits_visits():
+    moved = (110.0, 100.0, 210.0, 200.0)
+    truth = [[BOX, ELSEWHERE], [moved], [], [moved, ELSEWHERE]]
+    dets = (Detections((Detection(FU, 0.8, BOX),)),) + (Detections(),) * 3
+    a, b = link_objects(truth, dets, np.arange(4) / 30)
+    assert len(a.visits) == 2 and len(b.visits) == 2
+    assert a.clarity == (pytest.approx(0.4), 0.0)

@@ -1,0 +1,402 @@
+"""``python run.py eval-voting``: labelled clips through voting, one row per preset and frame rate.
+
+Clips come from the detector noise model of :mod:`voting.simulate` (many seeds,
+hours of negative video in seconds). Each clip's detections are computed once
+and devices are emulated by subsampling frames in time, so every preset and
+every frame rate sees the same timeline.
+
+Metrics (see docs/voting.md):
+
+- event precision: first ``recognized`` of a 福's visit / all ``recognized``
+  (a re-recognition of an object still in view counts against it);
+- event recall: visits of 福 in clear view for at least ``--min-view`` seconds
+  that got a ``recognized``;
+- false recognitions per hour of negative video (look-alikes and clutter);
+- median and p95 delay from the first clear view to ``recognized``;
+- box jitter: RMS frame-to-frame change of the reported box's error, in % of
+  the box size, and the mean error itself (smoothing must not buy calm with lag).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from detectors.core import Box, iou
+from voting.core import VoteEvent, Voter, VoteUpdate
+from voting.evidence import ScoreModel
+from voting.presets import BASELINE, PRESETS, make_config, make_voter
+from voting.rendered import DEFAULT_CACHE
+from voting.simulate import FU, Clip, NoiseModel, make_sim_clip
+from voting.tracker import IouTracker
+
+MATCH_IOU = 0.3
+LLR_CAP = 3.0
+"""Largest evidence one frame may carry in a fitted score model."""
+SIM_NEGATIVE_SECONDS = 20.0
+CALIBRATION_SEED = 1_000_000
+"""Calibration clips use seeds from here up, disjoint from the evaluation seeds."""
+
+
+@dataclass(slots=True)
+class Tally:
+    """Counts and samples of one voter at one frame rate, summed over clips."""
+
+    recognized: int = 0
+    true: int = 0
+    repeated: int = 0
+    false_in_negative: int = 0
+    negative_seconds: float = 0.0
+    visits: int = 0
+    covered: int = 0
+    hard_visits: int = 0
+    hard_covered: int = 0
+    delays: list[float] = field(default_factory=list)
+    jitter_sq: float = 0.0
+    jitter_n: int = 0
+    error_sum: float = 0.0
+    error_n: int = 0
+
+    @property
+    def precision(self) -> float:
+        return self.true / self.recognized if self.recognized else math.nan
+
+    @property
+    def recall(self) -> float:
+        return self.covered / self.visits if self.visits else math.nan
+
+    @property
+    def recall_hard(self) -> float:
+        return self.hard_covered / self.hard_visits if self.hard_visits else math.nan
+
+    @property
+    def false_per_hour(self) -> float:
+        hours = self.negative_seconds / 3600
+        return self.false_in_negative / hours if hours else math.nan
+
+    def delay(self, q: float) -> float:
+        return float(np.quantile(self.delays, q)) if self.delays else math.nan
+
+    @property
+    def jitter(self) -> float:
+        return 100 * math.sqrt(self.jitter_sq / self.jitter_n) if self.jitter_n else math.nan
+
+    @property
+    def error(self) -> float:
+        return 100 * self.error_sum / self.error_n if self.error_n else math.nan
+
+
+def run_clip(voter: Voter, clip: Clip) -> list[VoteUpdate]:
+    return [
+        voter.update(dets, float(t)) for dets, t in zip(clip.detections, clip.times, strict=True)
+    ]
+
+
+def score_clip(
+    clip: Clip, updates: Sequence[VoteUpdate], tally: Tally, min_view: float, clear: float
+) -> None:
+    """Add what ``updates`` (a voter's output on ``clip``) did right and wrong to ``tally``.
+
+    Visits of at least ``min_view`` seconds count for recall: those of
+    clarity ``clear`` or more in ``visits``/``covered``, the others in
+    ``hard_visits``/``hard_covered``. Delays are of the clear visits only.
+    """
+    claimed: dict[tuple[int, int], float] = {}
+    for update, i in zip(updates, clip.frame_index, strict=True):
+        for event in update.events:
+            if event.event == "recognized":
+                _score_recognition(clip, event, int(i), claimed, tally)
+    if clip.kind in ("negative", "empty"):
+        tally.negative_seconds += clip.duration
+    for obj in clip.objects:
+        if obj.label != FU:
+            continue
+        for v, ((start, end), clarity) in enumerate(zip(obj.visits, obj.clarity, strict=True)):
+            if end - start < min_view:
+                continue
+            delay = claimed.get((obj.id, v))
+            if clarity < clear:
+                tally.hard_visits += 1
+                tally.hard_covered += delay is not None
+                continue
+            tally.visits += 1
+            if delay is not None:
+                tally.covered += 1
+                tally.delays.append(delay)
+    _score_boxes(clip, updates, tally)
+
+
+def _score_recognition(
+    clip: Clip, event: VoteEvent, i: int, claimed: dict[tuple[int, int], float], tally: Tally
+) -> None:
+    tally.recognized += 1
+    obj = _matching_object(clip, event.box, i)
+    if obj is None or clip.objects[obj].label != FU:
+        tally.false_in_negative += clip.kind in ("negative", "empty")
+        return
+    visits = clip.objects[obj].visits
+    v = min(range(len(visits)), key=lambda k: _distance_to_span(event.t, visits[k]))
+    key = (clip.objects[obj].id, v)
+    if key in claimed:
+        tally.repeated += 1
+        return
+    claimed[key] = event.t - visits[v][0]
+    tally.true += 1
+
+
+def _distance_to_span(t: float, span: tuple[float, float]) -> float:
+    return max(span[0] - t, 0.0, t - span[1])
+
+
+def _matching_object(clip: Clip, box: Box | None, i: int) -> int | None:
+    """Index of the object whose true box at base frame ``i`` overlaps ``box`` most, if enough."""
+    if box is None:
+        return None
+    best, best_iou = None, MATCH_IOU
+    for k, obj in enumerate(clip.objects):
+        truth = obj.boxes[i]
+        if not np.isnan(truth[0]):
+            overlap = iou(box, (truth[0], truth[1], truth[2], truth[3]))
+            if overlap >= best_iou:
+                best, best_iou = k, overlap
+    return best
+
+
+def _score_boxes(clip: Clip, updates: Sequence[VoteUpdate], tally: Tally) -> None:
+    """Box error and jitter of the reported boxes of tracks on real 福, relative to box size."""
+    previous: dict[int, np.ndarray] = {}
+    for update, i in zip(updates, clip.frame_index, strict=True):
+        current: dict[int, np.ndarray] = {}
+        for det in update.detections:
+            obj = _matching_object(clip, det.box, int(i))
+            if obj is None or clip.objects[obj].label != FU:
+                continue
+            truth = clip.objects[obj].boxes[i]
+            size = (truth[2] - truth[0] + truth[3] - truth[1]) / 2
+            error = (np.asarray(det.box) - truth) / size
+            current[det.track] = error
+            tally.error_sum += float(np.mean(np.abs(error)))
+            tally.error_n += 1
+            if det.track in previous:
+                tally.jitter_sq += float(np.mean((error - previous[det.track]) ** 2))
+                tally.jitter_n += 1
+        previous = current
+
+
+def calibrate(clips: Iterable[Clip], tracker: Callable[[], IouTracker], cap: float) -> ScoreModel:
+    """Fit a :class:`ScoreModel` from clips with known truth, tracking as the voter would.
+
+    A track is positive when its first box matches a 福; its frames count
+    while that 福 is in view. Every other track is negative for all its frames.
+    """
+    positive: list[float] = []
+    negative: list[float] = []
+    frames = [0, 0]
+    for clip in clips:
+        tracks = tracker()
+        truth: dict[int, int | None] = {}
+        for dets, t, i in zip(clip.detections, clip.times, clip.frame_index, strict=True):
+            pairs = tracks.associate(list(dets), float(t))
+            scores = {track.id: det.score for track, det in pairs}
+            for track, det in pairs:
+                if track.id not in truth:
+                    obj = _matching_object(clip, det.box, int(i))
+                    truth[track.id] = (
+                        obj if obj is not None and clip.objects[obj].label == FU else None
+                    )
+            for track in tracks.tracks:
+                obj = truth[track.id]
+                if obj is not None and np.isnan(clip.objects[obj].boxes[i][0]):
+                    continue  # the 福 has left: what follows says nothing about H1
+                frames[obj is None] += 1
+                if track.id in scores:
+                    (negative if obj is None else positive).append(scores[track.id])
+            tracks.expire(float(t))
+    edges = [round(0.3 + 0.05 * k, 2) for k in range(1, 14)]
+    return ScoreModel.fit(positive, frames[0], negative, frames[1], edges, cap)
+
+
+ClipSource = Callable[[str, int], Clip]
+"""Makes the clip of a kind ("fu", "mixed", "negative", "empty") and a seed."""
+
+
+def make_clips(
+    source: ClipSource, seeds: range, negative_seconds: float, length: float
+) -> list[Clip]:
+    """Positive clips (4 ``fu`` to 1 ``mixed``) for ``seeds``, then negative ones.
+
+    Negatives (3 ``negative`` to 1 ``empty``, ``length`` seconds each) add up
+    to about ``negative_seconds``; they reuse the seeds from ``seeds.start``.
+    """
+    clips = [source("mixed" if s % 5 == 0 else "fu", s) for s in seeds]
+    n_negative = max(1, round(negative_seconds / length))
+    start = seeds.start
+    clips += [source("negative" if s % 4 else "empty", s) for s in range(start, start + n_negative)]
+    return clips
+
+
+def sim_source(noise: NoiseModel) -> tuple[ClipSource, float]:
+    """Clips from the detector noise model, and the length of its negative clips."""
+    return (lambda kind, seed: make_sim_clip(seed, kind, noise)), SIM_NEGATIVE_SECONDS
+
+
+def synth_source(tier: str, precision: str, seconds: float, cache: Path | None) -> ClipSource:
+    """Rendered clips (:mod:`detectors.synth`) through the shipped detector of ``tier``."""
+    from detectors.onnx_detector import load_detector
+    from voting.rendered import detected_clip
+
+    detector = load_detector(tier, precision)
+    name = f"{tier}-{precision}"
+    return lambda kind, seed: detected_clip(detector, name, seed, kind, seconds, cache)
+
+
+def parse_voters(spec: str, overrides: dict[str, object]) -> dict[str, Callable[[], Voter]]:
+    """``"balanced,kofn:k=8:n=10"``: presets, each with optional ``:field=value`` overrides.
+
+    ``overrides`` (the fitted score model) go to the sequential presets only.
+
+    Raises:
+        ValueError: an unknown preset or field, or a value that is not a number.
+    """
+    voters: dict[str, Callable[[], Voter]] = {}
+    for item in filter(None, spec.split(",")):
+        name, *fields = item.split(":")
+        own: dict[str, object] = {} if name == BASELINE else dict(overrides)
+        for field_spec in fields:
+            key, _, value = field_spec.partition("=")
+            own[key] = int(value) if value.isdigit() else float(value)
+        make_voter(name, **own)  # fail now, not half-way through the evaluation
+        voters[item] = _factory(name, own)
+    return voters
+
+
+def evaluate(
+    clips: Sequence[Clip],
+    voters: dict[str, Callable[[], Voter]],
+    rates: Sequence[float],
+    min_view: float,
+    clear: float,
+) -> dict[tuple[str, float], Tally]:
+    tallies: dict[tuple[str, float], Tally] = {}
+    for fps in rates:
+        sampled = [clip.subsample(fps) for clip in clips]
+        for name, factory in voters.items():
+            tally = tallies[(name, fps)] = Tally()
+            for clip in sampled:
+                score_clip(clip, run_clip(factory(), clip), tally, min_view, clear)
+    return tallies
+
+
+def format_table(tallies: dict[tuple[str, float], Tally]) -> str:
+    header = (
+        f"{'voter':<10} {'fps':>4} {'events':>6} {'precision':>9} {'recall':>7} {'hard':>6} "
+        f"{'false/h':>7} {'repeat':>6} {'median s':>8} {'p95 s':>6} {'jitter %':>8} {'err %':>6}"
+    )
+    lines = [header, "-" * len(header)]
+    for (name, fps), t in tallies.items():
+        lines.append(
+            f"{name:<10} {fps:>4g} {t.recognized:>6} {_pct(t.precision, 2):>9} "
+            f"{_pct(t.recall, 1):>7} {_pct(t.recall_hard, 0):>6} "
+            f"{t.false_per_hour:>7.2f} {t.repeated:>6} "
+            f"{t.delay(0.5):>8.2f} {t.delay(0.95):>6.2f} {t.jitter:>8.2f} {t.error:>6.2f}"
+        )
+    return "\n".join(lines)
+
+
+def _factory(name: str, overrides: dict[str, object]) -> Callable[[], Voter]:
+    return lambda: make_voter(name, **overrides)
+
+
+def _pct(value: float, digits: int) -> str:
+    return f"{100 * value:.{digits}f}%"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="run.py eval-voting", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--source",
+        choices=["sim", "synth"],
+        default="sim",
+        help="the detector noise model, or rendered clips through the real detector (cached)",
+    )
+    parser.add_argument("--clips", type=int, default=1000, help="positive clips (fu and mixed)")
+    parser.add_argument("--negative-hours", type=float, default=1.0)
+    parser.add_argument("--fps", default="30,15,8", help="device frame rates, comma-separated")
+    parser.add_argument(
+        "--voters",
+        default=",".join([*PRESETS, BASELINE]),
+        help="presets to compare, each with optional overrides: balanced,kofn:k=8:n=10",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="first seed of the evaluation clips")
+    parser.add_argument("--min-view", type=float, default=1.0, help="seconds of clear view")
+    parser.add_argument(
+        "--clear",
+        type=float,
+        default=0.75,
+        help="a visit is clear when the detector's median score on it is at least this",
+    )
+    parser.add_argument(
+        "--score-model",
+        choices=["fit", "default"],
+        default="fit",
+        help="fit the per-frame LLR on calibration clips (other seeds), or use the built-in one",
+    )
+    parser.add_argument("--calibration-clips", type=int, default=300)
+    synth = parser.add_argument_group("rendered clips (--source synth)")
+    synth.add_argument("--tier", default="s")
+    synth.add_argument("--precision", default="int8", choices=["int8", "fp32"])
+    synth.add_argument("--seconds", type=float, default=4.0, help="length of each clip")
+    synth.add_argument("--cache", default=str(DEFAULT_CACHE), help="detections cache; '' for none")
+    args = parser.parse_args(argv)
+    try:
+        rates = [float(v) for v in args.fps.split(",")]
+        parse_voters(args.voters, {})
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.source == "sim":
+        source, length = sim_source(NoiseModel())
+        described = "simulated detector (voting.simulate.NoiseModel)"
+    else:
+        source = synth_source(
+            args.tier, args.precision, args.seconds, Path(args.cache) if args.cache else None
+        )
+        length = args.seconds
+        described = f"rendered clips (detectors.synth) through model {args.tier}-{args.precision}"
+    overrides: dict[str, object] = {}
+    if args.score_model == "fit":
+        config = make_config()
+        cal_seeds = range(CALIBRATION_SEED, CALIBRATION_SEED + args.calibration_clips)
+        cal_clips = make_clips(source, cal_seeds, args.calibration_clips * length / 3, length)
+        model = calibrate(
+            cal_clips,
+            lambda: IouTracker(config.min_iou, config.max_gap, config.max_centre_distance),
+            cap=LLR_CAP,
+        )
+        overrides["score_model"] = model
+        print(
+            f"score model fitted on {len(cal_clips)} calibration clips (seeds {CALIBRATION_SEED}+):"
+        )
+        print("  score >= " + " ".join(f"{e:5.2f}" for e in (0.3, *model.edges)))
+        print("  LLR      " + " ".join(f"{v:5.2f}" for v in model.llrs))
+        print(f"  miss LLR {model.miss_llr:.2f}\n")
+    voters = parse_voters(args.voters, overrides)
+    seeds = range(args.seed, args.seed + args.clips)
+    clips = make_clips(source, seeds, args.negative_hours * 3600, length)
+    tallies = evaluate(clips, voters, rates, args.min_view, args.clear)
+    print(
+        f"{args.clips} positive clips, {args.negative_hours:g} h of negative video, {described}; "
+        f"recall: visits >= {args.min_view:g} s with median score >= {args.clear:g} "
+        "('hard': the others)"
+    )
+    print(format_table(tallies))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

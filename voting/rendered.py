@@ -1,0 +1,132 @@
+"""Clips rendered by :mod:`detectors.synth` and run through a real detector, cached on disk.
+
+Rendering and detection cost tens of milliseconds a frame on a small machine,
+so each clip is detected once, at the base frame rate, and its detections are
+cached (``~/.cache/fuscan/voting`` by default); device profiles are then
+emulated by :meth:`Clip.subsample`, as for simulated clips.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from detectors.core import Box, Detection, Detections, Detector, iou
+from voting.simulate import BASE_FPS, FU, Clip, GroundTruthObject
+
+DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fuscan/voting"
+LINK_IOU = 0.3
+
+
+def detected_clip(
+    detector: Detector, name: str, seed: int, content: str, seconds: float, cache: Path | None
+) -> Clip:
+    """The clip ``make_clip(seed, ..., content=content)`` with ``detector``'s output on each frame.
+
+    ``name`` identifies the detector in the cache (e.g. ``"s-int8"``); with
+    ``cache=None`` nothing is read or written.
+    """
+    n_frames = round(seconds * BASE_FPS)
+    path = None if cache is None else cache / f"{name}-{content}-{seed}-{n_frames}.npz"
+    if path is not None and path.exists():
+        with np.load(path) as saved:
+            arrays = {key: saved[key] for key in saved.files}
+    else:
+        arrays = _detect(detector, seed, content, n_frames)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.savez_compressed(
+                path,
+                detections=arrays["detections"],
+                labels=arrays["labels"],
+                truth=arrays["truth"],
+            )
+    return _to_clip(arrays, seed, content, n_frames)
+
+
+def _detect(
+    detector: Detector, seed: int, content: str, n_frames: int
+) -> dict[str, npt.NDArray[np.generic]]:
+    # Imported when needed (it renders with OpenCV), and typed loosely: the
+    # generator's (n_frames x image, n_frames x boxes) result is all we rely on.
+    scenes = importlib.import_module("detectors.synth.scenes")
+    frames, truth = scenes.make_clip(seed, n_frames, BASE_FPS, content=content)
+    det_rows: list[tuple[float, ...]] = []
+    labels: list[str] = []
+    for i, frame in enumerate(frames):
+        for det in detector.detect(frame):
+            det_rows.append((i, det.score, *det.box))
+            labels.append(det.label)
+    gt_rows = [(i, *box) for i, boxes in enumerate(truth) for box in boxes.tolist()]
+    return {
+        "detections": np.array(det_rows, np.float64).reshape(-1, 6),
+        "labels": np.array(labels, dtype=str),
+        "truth": np.array(gt_rows, np.float64).reshape(-1, 5),
+    }
+
+
+def _to_clip(
+    arrays: dict[str, npt.NDArray[np.generic]], seed: int, content: str, n_frames: int
+) -> Clip:
+    per_frame: list[list[Detection]] = [[] for _ in range(n_frames)]
+    for row, label in zip(arrays["detections"].tolist(), arrays["labels"].tolist(), strict=True):
+        per_frame[int(row[0])].append(Detection(str(label), row[1], _box(row[2:])))
+    detections = tuple(
+        Detections(tuple(sorted(found, key=lambda d: -d.score))) for found in per_frame
+    )
+    truth: list[list[Box]] = [[] for _ in range(n_frames)]
+    for row in arrays["truth"].tolist():
+        truth[int(row[0])].append(_box(row[1:]))
+    times = np.arange(n_frames) / BASE_FPS
+    objects = link_objects(truth, detections, times)
+    return Clip(content, seed, times, detections, objects, np.arange(n_frames))
+
+
+def link_objects(
+    truth: list[list[Box]], detections: tuple[Detections, ...], times: npt.NDArray[np.float64]
+) -> tuple[GroundTruthObject, ...]:
+    """Chain the per-frame 福 boxes into objects by overlap, with their visits and clarity.
+
+    A visit is a run of frames in which the object is in view; its clarity is
+    the median, over those frames, of the best detection score on it (0 when
+    missed), as for simulated clips.
+    """
+    n = len(truth)
+    tracks: list[npt.NDArray[np.float64]] = []
+    last: list[Box] = []
+    for i, in_view in enumerate(truth):
+        free = set(range(len(tracks)))
+        for box in in_view:
+            best = max(free, key=lambda k: iou(last[k], box), default=None)
+            if best is None or iou(last[best], box) < LINK_IOU:
+                tracks.append(np.full((n, 4), np.nan))
+                last.append(box)
+                best = len(tracks) - 1
+            else:
+                free.discard(best)
+            tracks[best][i] = box
+            last[best] = box
+    objects = []
+    for oid, boxes in enumerate(tracks, start=1):
+        present = ~np.isnan(boxes[:, 0])
+        visits, clarity = [], []
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], present.astype(int), [0]])))
+        for start, end in zip(edges[::2], edges[1::2], strict=True):
+            visits.append((float(times[start]), float(times[end - 1]) + 1 / BASE_FPS))
+            scores = [_best_score(detections[i], boxes[i]) for i in range(start, end)]
+            clarity.append(float(np.median(scores)))
+        objects.append(GroundTruthObject(oid, FU, boxes, tuple(visits), tuple(clarity)))
+    return tuple(objects)
+
+
+def _best_score(dets: Detections, truth: npt.NDArray[np.float64]) -> float:
+    box = _box(truth.tolist())
+    return max((d.score for d in dets if iou(d.box, box) >= LINK_IOU), default=0.0)
+
+
+def _box(values: list[float]) -> Box:
+    return (values[0], values[1], values[2], values[3])
