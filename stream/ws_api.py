@@ -141,7 +141,10 @@ class WebsocketApi:
         if isinstance(ticket, str):
             metrics.REFUSED.inc()
             return refuse(503, ticket)
-        ws = web.WebSocketResponse(max_msg_size=MAX_FRAME_BYTES + 1024, heartbeat=HEARTBEAT_S)
+        # No permessage-deflate: JPEG does not compress, and zlib state costs ~40 KiB a socket.
+        ws = web.WebSocketResponse(
+            max_msg_size=MAX_FRAME_BYTES + 1024, heartbeat=HEARTBEAT_S, compress=False
+        )
         connection = WebsocketConnection(ws, self.pipelines, self.config.default_profile)
         metrics.SESSIONS.labels(TRANSPORT).inc()
         try:
@@ -158,6 +161,7 @@ class WebsocketApi:
         finally:
             self.open.discard(ws)
             connection.close()
+            await ws.close()  # also stops the heartbeat timer, which would keep ws alive
             ticket.release()
             metrics.SESSIONS.labels(TRANSPORT).dec()
         return ws

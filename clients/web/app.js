@@ -1,5 +1,7 @@
-// Browser demo: streams the camera to the server over WebRTC and draws what comes back.
-// Every result message is appended to window.scanResults (tests read it).
+// Browser demo: streams the camera to the server and draws what comes back.
+// WebRTC first (video track up, results on a data channel); if that cannot connect,
+// JPEG frames over the websocket API. Every result message is appended to
+// window.scanResults, which tests read.
 "use strict";
 
 window.scanResults = [];
@@ -8,20 +10,36 @@ const $ = (id) => document.getElementById(id);
 const video = $("video");
 const overlay = $("overlay");
 const banner = $("banner");
-const statusLine = $("status");
-const history = $("history");
+const params = new URLSearchParams(location.search);
+// A server started with --token wants it on every session request; the page got it in its URL.
+const withToken = (path) =>
+  params.has("token") ? `${path}?token=${encodeURIComponent(params.get("token"))}` : path;
+
 const BANNER_MS = 2500;
+const WEBRTC_CONNECT_MS = 8000;      // give up on WebRTC and fall back after this
+const WS_SEND_FPS = 10;              // frame rate of the websocket fallback
+const RECONNECT_MS = [1000, 2000, 5000, 10000];
+const SPARK_POINTS = 120;
+const HISTORY_ITEMS = 8;
 
-let pc = null;
-let bannerTimer = null;
-const recognizedTracks = new Set();
+const state = {
+  stream: null,        // camera MediaStream
+  transport: null,     // {kind, close()}
+  generation: 0,       // bumps on every (re)start so stale callbacks are ignored
+  reconnects: 0,
+  recognized: new Set(),
+  frameTimes: [],
+  scores: [],
+};
 
-function setStatus(text) {
-  statusLine.textContent = text;
+function setStatus(text, isError = false) {
+  $("status").textContent = text;
+  $("status").classList.toggle("error", isError);
 }
 
-// Boxes are in pixels of the frame the server received; the video element letterboxes
-// that frame into its own box, so map with the same contain-fit.
+// ---- drawing -------------------------------------------------------------------------------
+
+// Boxes are pixels of the frame the server received; the video is contain-fitted the same way.
 function drawDetections(msg) {
   const rect = overlay.getBoundingClientRect();
   overlay.width = rect.width;
@@ -36,41 +54,80 @@ function drawDetections(msg) {
   ctx.font = "16px system-ui";
   for (const det of msg.detections) {
     const [x0, y0, x1, y1] = det.box.map((v) => v * scale);
-    const confirmed = recognizedTracks.has(det.track);
-    ctx.strokeStyle = confirmed ? "#ffcc00" : "#ffffff88";
+    const confirmed = state.recognized.has(det.track);
+    ctx.strokeStyle = confirmed ? "#ffcc00" : "#ffffffaa";
     ctx.strokeRect(ox + x0, oy + y0, x1 - x0, y1 - y0);
     ctx.fillStyle = ctx.strokeStyle;
-    ctx.fillText(`${det.label} ${det.score.toFixed(2)} #${det.track}`, ox + x0 + 4, oy + y0 - 6);
+    const label = `${confirmed ? "福 " : ""}${det.label} ${det.score.toFixed(2)} #${det.track}`;
+    ctx.fillText(label, ox + x0 + 4, oy + y0 - 6);
   }
 }
 
+function drawSparkline() {
+  const canvas = $("sparkline");
+  const ctx = canvas.getContext("2d");
+  ctx.clearRect(0, 0, canvas.width, canvas.height);
+  ctx.strokeStyle = "#ffcc00";
+  ctx.beginPath();
+  state.scores.forEach((score, i) => {
+    const x = (i / (SPARK_POINTS - 1)) * canvas.width;
+    const y = canvas.height - score * (canvas.height - 2) - 1;
+    if (i === 0) ctx.moveTo(x, y); else ctx.lineTo(x, y);
+  });
+  ctx.stroke();
+}
+
+function updateStats(msg) {
+  const now = performance.now();
+  state.frameTimes.push(now);
+  while (state.frameTimes.length && now - state.frameTimes[0] > 2000) state.frameTimes.shift();
+  const d = msg.device;
+  $("stat-tier").textContent = `${d.profile} / ${d.tier}`;
+  $("stat-fps").textContent = (state.frameTimes.length / 2).toFixed(1);
+  $("stat-dropped").textContent = String(d.dropped);
+  $("stat-latency").textContent = `${d.latency_ms.toFixed(0)} ms`;
+  state.scores.push(Math.max(0, ...msg.detections.map((det) => det.score)));
+  if (state.scores.length > SPARK_POINTS) state.scores.shift();
+  drawSparkline();
+}
+
 function showEvent(msg) {
-  const item = document.createElement("li");
-  item.textContent = `${msg.t.toFixed(2)} s  ${msg.event}  ${msg.label} #${msg.track}`;
-  history.prepend(item);
-  while (history.children.length > 8) history.lastChild.remove();
   if (msg.event === "recognized") {
-    recognizedTracks.add(msg.track);
+    state.recognized.add(msg.track);
+    const item = document.createElement("li");
+    item.textContent = `${new Date().toLocaleTimeString()}  ${msg.label} #${msg.track}` +
+      `  (t=${msg.t.toFixed(2)} s, score ${msg.score?.toFixed(3) ?? "?"})`;
+    $("history").prepend(item);
+    while ($("history").children.length > HISTORY_ITEMS) $("history").lastChild.remove();
     banner.hidden = false;
-    clearTimeout(bannerTimer);
-    bannerTimer = setTimeout(() => { banner.hidden = true; }, BANNER_MS);
+    clearTimeout(showEvent.timer);
+    showEvent.timer = setTimeout(() => { banner.hidden = true; }, BANNER_MS);
   } else if (msg.event === "lost") {
-    recognizedTracks.delete(msg.track);
+    state.recognized.delete(msg.track);
   }
 }
 
 function onResult(msg) {
   window.scanResults.push(msg);
   if (msg.type === "frame") {
+    state.reconnects = 0;
     drawDetections(msg);
-    const d = msg.device;
-    setStatus(`frame ${msg.frame}  t=${msg.t.toFixed(2)} s  ${d.profile}/${d.tier}  ` +
-      `${d.latency_ms.toFixed(0)} ms  dropped ${d.dropped}`);
+    updateStats(msg);
+    setStatus(`scanning… frame ${msg.frame}, t=${msg.t.toFixed(2)} s`);
   } else if (msg.type === "event") {
     showEvent(msg);
   } else if (msg.type === "error") {
-    setStatus(`error ${msg.code}: ${msg.message}`);
+    setStatus(`server error ${msg.code}: ${msg.message}`, true);
+  } else if (msg.type === "ready") {
+    $("stat-tier").textContent = `${msg.profile} / ${msg.tier}`;
   }
+}
+
+// ---- transports ----------------------------------------------------------------------------
+
+function sessionOptions() {
+  const profile = $("profile").value;
+  return profile ? { profile } : {};
 }
 
 function iceGatheringDone(peer) {
@@ -82,38 +139,118 @@ function iceGatheringDone(peer) {
   });
 }
 
+// Resolves once media flows; rejects if WebRTC cannot connect (then we fall back).
+async function startWebRtc(generation, onLost) {
+  const pc = new RTCPeerConnection();
+  const transport = { kind: "WebRTC", close: () => pc.close() };
+  const channel = pc.createDataChannel("results");
+  channel.onmessage = (e) => { if (generation === state.generation) onResult(JSON.parse(e.data)); };
+  for (const track of state.stream.getVideoTracks()) pc.addTrack(track, state.stream);
+  await pc.setLocalDescription(await pc.createOffer());
+  await iceGatheringDone(pc);
+  const response = await fetch(withToken("/offer"), {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ sdp: pc.localDescription.sdp, type: "offer", ...sessionOptions() }),
+  });
+  const answer = await response.json();
+  if (!response.ok) { pc.close(); throw new Error(answer.error || response.statusText); }
+  await pc.setRemoteDescription(answer);
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("WebRTC did not connect")), WEBRTC_CONNECT_MS);
+    pc.addEventListener("connectionstatechange", () => {
+      if (pc.connectionState === "connected") { clearTimeout(timer); resolve(); }
+      if (pc.connectionState === "failed") { clearTimeout(timer); reject(new Error("WebRTC failed")); }
+    });
+  }).catch((err) => { pc.close(); throw err; });
+  pc.addEventListener("connectionstatechange", () => {
+    if (["failed", "disconnected", "closed"].includes(pc.connectionState)) onLost();
+  });
+  return transport;
+}
+
+// Grabs frames from the <video> into JPEGs and sends them over the websocket API.
+function startWebsocket(generation, onLost) {
+  return new Promise((resolve, reject) => {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    const ws = new WebSocket(`${scheme}://${location.host}${withToken("/ws")}`);
+    const grab = document.createElement("canvas");
+    let timer = null;
+    let opened = false;
+    const transport = { kind: "websocket", close: () => { clearInterval(timer); ws.close(); } };
+    ws.onopen = () => ws.send(JSON.stringify({ type: "start", ...sessionOptions() }));
+    ws.onmessage = (e) => {
+      const msg = JSON.parse(e.data);
+      if (msg.type === "ready" && !opened) {
+        opened = true;
+        timer = setInterval(() => sendFrame(ws, grab), 1000 / WS_SEND_FPS);
+        resolve(transport);
+      }
+      if (generation === state.generation) onResult(msg);
+    };
+    ws.onclose = () => {
+      clearInterval(timer);
+      if (!opened) reject(new Error("websocket closed")); else onLost();
+    };
+  });
+}
+
+function sendFrame(ws, grab) {
+  if (ws.readyState !== WebSocket.OPEN || ws.bufferedAmount > 0 || !video.videoWidth) return;
+  grab.width = video.videoWidth;
+  grab.height = video.videoHeight;
+  grab.getContext("2d").drawImage(video, 0, 0);
+  grab.toBlob((blob) => {
+    if (blob && ws.readyState === WebSocket.OPEN) ws.send(blob);
+  }, "image/jpeg", 0.8);
+}
+
+async function connect() {
+  const generation = ++state.generation;
+  state.transport?.close();
+  state.transport = null;
+  const onLost = () => {
+    if (generation !== state.generation) return;
+    const delay = RECONNECT_MS[Math.min(state.reconnects++, RECONNECT_MS.length - 1)];
+    setStatus(`connection lost; reconnecting in ${delay / 1000} s…`, true);
+    setTimeout(() => { if (generation === state.generation) connect(); }, delay);
+  };
+  const forced = params.get("transport");
+  setStatus("connecting…");
+  try {
+    if (forced === "ws") throw new Error("websocket requested");
+    state.transport = await startWebRtc(generation, onLost);
+  } catch (err) {
+    if (generation !== state.generation) return;
+    console.warn(`WebRTC unavailable (${err.message}); using the websocket`);
+    try {
+      state.transport = await startWebsocket(generation, onLost);
+    } catch (wsErr) {
+      onLost();
+      return;
+    }
+  }
+  if (generation !== state.generation) { state.transport.close(); return; }
+  $("stat-transport").textContent = state.transport.kind;
+  setStatus(`connected over ${state.transport.kind}, scanning…`);
+}
+
 async function start() {
   $("start").disabled = true;
   try {
-    const stream = await navigator.mediaDevices.getUserMedia({
+    state.stream = await navigator.mediaDevices.getUserMedia({
       video: { width: { ideal: 640 }, height: { ideal: 480 }, facingMode: "environment" },
       audio: false,
     });
-    video.srcObject = stream;
-    pc = new RTCPeerConnection();
-    const channel = pc.createDataChannel("results");
-    channel.onmessage = (e) => onResult(JSON.parse(e.data));
-    channel.onopen = () => setStatus("connected, scanning…");
-    for (const track of stream.getVideoTracks()) pc.addTrack(track, stream);
-    await pc.setLocalDescription(await pc.createOffer());
-    await iceGatheringDone(pc);
-    const response = await fetch("/offer", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({
-        sdp: pc.localDescription.sdp,
-        type: pc.localDescription.type,
-        profile: $("profile").value || undefined,
-      }),
-    });
-    const answer = await response.json();
-    if (!response.ok) throw new Error(answer.error || response.statusText);
-    await pc.setRemoteDescription(answer);
-    setStatus("connecting…");
   } catch (err) {
-    setStatus(`could not start: ${err.message || err}`);
+    const hint = window.isSecureContext ? "allow the camera in the browser's site settings"
+      : "the camera needs https: start the server with --https";
+    setStatus(`camera unavailable (${err.name || err.message}): ${hint}`, true);
     $("start").disabled = false;
+    return;
   }
+  video.srcObject = state.stream;
+  await connect();
 }
 
 async function loadProfiles() {
@@ -126,12 +263,13 @@ async function loadProfiles() {
       option.textContent = `${p.name} (tier ${p.tier})`;
       select.append(option);
     }
-    select.value = profiles.find((p) => p.default)?.name ?? select.value;
+    select.value = params.get("profile") ?? profiles.find((p) => p.default)?.name ?? select.value;
   } catch {
     select.disabled = true;
   }
 }
 
+// Switching device class starts a new session with the new profile.
+$("profile").addEventListener("change", () => { if (state.stream) connect(); });
 $("start").addEventListener("click", start);
-loadProfiles();
-if (new URLSearchParams(location.search).has("autostart")) start();
+loadProfiles().then(() => { if (params.has("autostart")) start(); });
