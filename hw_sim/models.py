@@ -94,7 +94,7 @@ def choose_model(
     pass-through profile), falling back to the other build when a tier has
     only one. The tier is ``tier`` when given (a per-session override), else
     the profile's fixed tier, else the most accurate tier whose nominal
-    latency fits ``frame_budget_ms`` and whose weights fit ``memory_mb``; when
+    latency fits the profile's budget and whose weights fit ``memory_mb``; when
     none fits, the fastest.
 
     Raises:
@@ -128,7 +128,7 @@ def _judge(profile: DeviceProfile, spec: ModelSpec, reason: str) -> ModelChoice:
     if not profile.emulated:
         return ModelChoice(spec, None, True, reason)
     latency = spec.nominal_latency(profile)
-    in_time = profile.frame_budget_ms <= 0 or latency * 1000 <= profile.frame_budget_ms
+    in_time = profile.budget_ms <= 0 or latency * 1000 <= profile.budget_ms
     in_memory = profile.memory_mb <= 0 or spec.memory_mb <= profile.memory_mb
     return ModelChoice(spec, latency, in_time and in_memory, reason)
 

@@ -73,7 +73,8 @@ class DeviceProfile:
         preprocess_ms: fixed per-frame cost besides the network.
         cores, threads: SoC cores, and the threads the speed figures were measured with.
         memory_mb: memory the scan may use; a model must fit in it.
-        frame_budget_ms: slowest per-frame latency the product accepts (tier choice).
+        frame_budget_ms: slowest per-frame latency the product accepts (tier choice);
+            0 = the camera's frame interval (keep up with the camera), see :attr:`budget_ms`.
         jitter: sigma of the log-normal per-frame latency noise.
         tier: ``"auto"`` or a fixed model tier.
         thermal: heat model; the default never throttles.
@@ -122,6 +123,13 @@ class DeviceProfile:
     def precision(self) -> str:
         """The model build this device runs: ``"int8"`` or ``"fp32"``."""
         return "int8" if self.int8 else "fp32"
+
+    @property
+    def budget_ms(self) -> float:
+        """Per-frame latency budget: ``frame_budget_ms``, else one camera frame; 0 = none."""
+        if self.frame_budget_ms > 0:
+            return self.frame_budget_ms
+        return 1000.0 / self.camera_fps if self.camera_fps > 0 else 0.0
 
     def gop_s(self, int8: bool) -> float:
         return self.int8_gop_s if int8 else self.fp32_gop_s

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from detectors.card import list_cards
@@ -13,7 +13,7 @@ from detectors.core import Detector
 from detectors.onnx_detector import OnnxDetector
 from hw_sim import DeviceSimulator, ModelChoiceError, ModelSpec, choose_model, get_profile
 from stream.session import FrameError, Send, Session
-from voting import KOfNVoter
+from voting import VotingConfigError, make_voter
 
 
 class OptionError(FrameError):
@@ -25,6 +25,8 @@ class SessionOptions:
     profile: str = "host"
     tier: str | None = None  # None: the tier the profile gets
     seed: int = 0  # seed of the emulated device's latency jitter
+    preset: str = "balanced"  # voting preset: strict, balanced, fast or kofn
+    voting: dict[str, Any] = field(default_factory=dict)  # overrides of the preset's fields
 
     @classmethod
     def from_json(cls, raw: dict[str, Any], default_profile: str) -> SessionOptions:
@@ -46,7 +48,17 @@ class SessionOptions:
             get_profile(profile)
         except KeyError as exc:
             raise OptionError("unknown_profile", str(exc.args[0])) from None
-        return cls(profile, tier, seed)
+        preset = raw.get("preset", "balanced")
+        voting = raw.get("voting", {})
+        if not isinstance(preset, str):
+            raise OptionError("bad_option", "preset must be a string")
+        if not isinstance(voting, dict):
+            raise OptionError("bad_option", "voting must be an object")
+        try:
+            make_voter(preset, **voting)  # checks names, types and ranges
+        except VotingConfigError as exc:
+            raise OptionError(exc.code, str(exc)) from None
+        return cls(profile, tier, seed, preset, dict(voting))
 
 
 class Pipelines:
@@ -59,12 +71,19 @@ class Pipelines:
         models: Sequence[tuple[ModelSpec, Detector]] = (),
         precision: str = "int8",
     ) -> None:
-        """``detectors``: tier -> detector of ``precision``; ``models``: every loaded model
-        with the spec hw_sim chooses by (emulated profiles need one)."""
+        """Share ``detectors`` (tier -> detector of ``precision``) among sessions.
+
+        Args:
+            models: every loaded model with the spec hw_sim chooses by. Without
+                them, each detector counts as a model of 0 MACs: emulated
+                profiles then cost only their fixed per-frame time.
+        """
         if not detectors:
             raise RuntimeError("no detectors to serve")
         self.detectors = detectors
-        self.models = dict(models)
+        self.models = dict(models) or {
+            ModelSpec(tier, precision, macs=0): det for tier, det in detectors.items()
+        }
         self.precision = precision
         self.executor = ThreadPoolExecutor(
             max_workers=workers or os.cpu_count() or 1, thread_name_prefix="infer"
@@ -97,16 +116,9 @@ class Pipelines:
         """The emulated device and the detector a session with ``options`` gets.
 
         Raises:
-            OptionError: unknown tier, or an emulated profile without model cards.
+            OptionError: unknown tier.
         """
         profile = get_profile(options.profile)
-        if not self.models:
-            if profile.emulated:
-                raise OptionError(
-                    "no_model_card", f"profile {profile.name!r} needs model cards to emulate"
-                )
-            simulator = DeviceSimulator(profile, seed=options.seed)
-            return simulator, self.detector_for(options.tier or simulator.tier)
         try:
             choice = choose_model(profile, self.models, options.tier, self.precision)
         except ModelChoiceError as exc:
@@ -116,7 +128,8 @@ class Pipelines:
     def open(self, options: SessionOptions, send: Send, *, realtime: bool = True) -> Session:
         """A session for one client; ``realtime=False`` runs as fast as the host allows."""
         simulator, detector = self.simulator_for(options)
-        return Session(detector, KOfNVoter(), simulator, send, self.executor, realtime=realtime)
+        voter = make_voter(options.preset, **options.voting)
+        return Session(detector, voter, simulator, send, self.executor, realtime=realtime)
 
     def shutdown(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)

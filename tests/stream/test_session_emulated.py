@@ -175,10 +175,11 @@ def test_pipelines_pick_the_tier_per_profile_and_honour_the_override(profile, ti
         pipelines.shutdown()
 
 
-def test_emulated_profiles_need_model_cards():
+def test_detectors_without_cards_emulate_only_the_fixed_per_frame_cost():
     pipelines = Pipelines({"l": RedSquareDetector()}, workers=1)
     try:
-        with pytest.raises(OptionError, match="needs model cards"):
-            pipelines.simulator_for(SessionOptions("low"))
+        simulator, detector = pipelines.simulator_for(SessionOptions("low"))
+        assert detector.tier == "l" and simulator.model.macs == 0
+        assert simulator.device().nominal_latency == pytest.approx(0.012)
     finally:
         pipelines.shutdown()
