@@ -1,0 +1,61 @@
+"""Session options that choose and tune the voter (preset, voting overrides)."""
+
+import pytest
+from fakes import RedSquareDetector
+
+from stream.pipelines import OptionError, Pipelines, SessionOptions
+from voting import KOfNVoter, SequentialVoter
+
+
+@pytest.mark.parametrize(
+    ("raw", "preset", "voting"),
+    [
+        ({}, "balanced", {}),
+        ({"preset": "strict"}, "strict", {}),
+        ({"preset": "fast", "voting": {"alpha": 0.02}}, "fast", {"alpha": 0.02}),
+        ({"preset": "kofn", "voting": {"k": 2, "n": 3}}, "kofn", {"k": 2, "n": 3}),
+    ],
+)
+def test_voting_options_are_accepted(raw, preset, voting):
+    options = SessionOptions.from_json(raw, "host")
+    assert (options.preset, options.voting) == (preset, voting)
+
+
+@pytest.mark.parametrize(
+    ("raw", "code", "message"),
+    [
+        ({"preset": 3}, "bad_option", "preset must be a string"),
+        ({"preset": "paranoid"}, "unknown_preset", "paranoid"),
+        ({"voting": [1]}, "bad_option", "voting must be an object"),
+        ({"voting": {"alpah": 0.1}}, "bad_option", "alpah"),
+        ({"voting": {"alpha": "high"}}, "bad_option", "must be float"),
+        ({"voting": {"alpha": 0.9}}, "bad_option", "alpha must be in"),
+        ({"voting": {"score_model": {}}}, "bad_option", "ScoreModel"),
+        ({"preset": "kofn", "voting": {"k": 9, "n": 3}}, "bad_option", "k <= n"),
+    ],
+)
+def test_bad_voting_options_are_refused(raw, code, message):
+    with pytest.raises(OptionError, match=message) as caught:
+        SessionOptions.from_json(raw, "host")
+    assert caught.value.code == code
+
+
+@pytest.mark.parametrize(
+    ("options", "kind"),
+    [
+        (SessionOptions(), SequentialVoter),
+        (SessionOptions(preset="kofn", voting={"k": 2}), KOfNVoter),
+    ],
+)
+def test_sessions_get_their_own_voter(options, kind):
+    pipelines = Pipelines({"s": RedSquareDetector()}, workers=1)
+    try:
+
+        async def send(message):
+            pass
+
+        first, second = pipelines.open(options, send), pipelines.open(options, send)
+        assert isinstance(first.voter, kind)
+        assert first.voter is not second.voter
+    finally:
+        pipelines.shutdown()
