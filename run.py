@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from clients.loadtest import add_arguments as loadtest_arguments
 from stream.admission import ServerConfig
 
 
@@ -66,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         help="labelled clips through voting: precision, recall, time to decision per preset",
     )
 
+    loadtest = sub.add_parser("loadtest", help="N websocket + M WebRTC streams; latency, CPU, RSS")
+    loadtest_arguments(loadtest)
+
     args, rest = parser.parse_known_args(argv)
     if args.command == "eval-voting":
         from voting.evaluate import main as eval_voting
@@ -96,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
 
         options = {k: v for k, v in (("profile", args.profile), ("tier", args.tier)) if v}
         return client_main(args.url, args.source, args.fps, options)
+    if args.command == "loadtest":
+        from clients.loadtest import loadtest_main
+
+        return loadtest_main(args)
     parser.error(f"unknown command {args.command}")
     return 2
 

@@ -1,0 +1,287 @@
+"""Load and soak generator: N websocket and M WebRTC camera streams against one server.
+
+    python run.py loadtest --ws 4 --webrtc 4 --fps 15 --duration 30
+    python run.py loadtest --ws 2 --duration 3600 --sample 60     # soak: RSS/fd growth
+
+Starts its own ``run.py serve`` on a free loopback port (or targets ``--url``
+with ``--pid`` for resource sampling), streams a generated 福 clip from every
+client at ``--fps``, and prints result latency percentiles per transport,
+frames processed and dropped, and the server's CPU, RSS and open files over
+time. Everything runs on this machine: client encoding (VP8 for WebRTC) shares
+the CPU with the server, which the report states.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+import aiohttp
+import aioice.ice
+import av
+import numpy as np
+import psutil
+from aiortc import RTCPeerConnection, RTCSessionDescription, VideoStreamTrack
+from websockets.asyncio.client import connect
+
+from clients.ws_client import encode_jpeg
+from detectors.core import ImageBGR
+from stream.server import loopback_host_addresses
+
+ROOT = Path(__file__).resolve().parent.parent
+VIDEO_CLOCK = 90_000
+
+
+@dataclass
+class StreamStats:
+    transport: str
+    sent: int = 0
+    results: int = 0
+    dropped: int = 0
+    errors: int = 0
+    latencies: list[float] = field(default_factory=list)
+
+    def on_message(self, message: dict[str, object], origin: float) -> None:
+        """Count one result; latency = now - wall time at which its frame was captured."""
+        if message["type"] == "frame":
+            self.results += 1
+            t = message["t"]
+            assert isinstance(t, int | float)
+            self.latencies.append(time.monotonic() - (origin + t))
+            device = message["device"]
+            assert isinstance(device, dict)
+            self.dropped = int(device["dropped"])
+        elif message["type"] == "error":
+            self.errors += 1
+
+
+def clip_frames(fps: float) -> list[ImageBGR]:
+    from detectors.synth.scenes import make_clip
+
+    return make_clip(3, n_frames=int(fps * 2), fps=fps, content="fu").frames
+
+
+async def websocket_stream(
+    url: str, frames: list[bytes], fps: float, stop: float, stats: StreamStats
+) -> None:
+    async with connect(url, max_size=2**22) as ws:
+        await ws.send(json.dumps({"type": "start"}))
+        json.loads(await ws.recv())
+        origin = time.monotonic()
+
+        async def reader() -> None:
+            async for raw in ws:
+                stats.on_message(json.loads(raw), origin)
+
+        reading = asyncio.create_task(reader())
+        n = 0
+        while (due := origin + n / fps) < stop:
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            await ws.send(json.dumps({"type": "timestamp", "t": n / fps}))
+            await ws.send(frames[n % len(frames)])
+            stats.sent += 1
+            n += 1
+        await asyncio.sleep(0.5)
+        reading.cancel()
+
+
+class ClipTrack(VideoStreamTrack):
+    """A camera that plays ``frames`` in a loop at ``fps``; remembers when it started."""
+
+    def __init__(self, frames: list[av.VideoFrame], fps: float) -> None:
+        super().__init__()
+        self.frames, self.fps = frames, fps
+        self.n = 0
+        self.origin: float | None = None
+
+    async def recv(self) -> av.VideoFrame:
+        if self.origin is None:
+            self.origin = time.monotonic()
+        await asyncio.sleep(max(0.0, self.origin + self.n / self.fps - time.monotonic()))
+        frame = self.frames[self.n % len(self.frames)]
+        frame.pts = round(self.n * VIDEO_CLOCK / self.fps)
+        frame.time_base = Fraction(1, VIDEO_CLOCK)
+        self.n += 1
+        return frame
+
+
+async def webrtc_stream(
+    url: str, frames: list[av.VideoFrame], fps: float, stop: float, stats: StreamStats
+) -> None:
+    pc = RTCPeerConnection()
+    track = ClipTrack(frames, fps)
+    channel = pc.createDataChannel("results")
+    channel.on(
+        "message", lambda raw: stats.on_message(json.loads(raw), track.origin or time.monotonic())
+    )
+    pc.addTrack(track)
+    try:
+        await pc.setLocalDescription(await pc.createOffer())
+        body = {"sdp": pc.localDescription.sdp, "type": "offer"}
+        async with aiohttp.ClientSession() as http, http.post(url, json=body) as response:
+            answer = await response.json()
+            if response.status != 200:
+                stats.errors += 1
+                return
+        await pc.setRemoteDescription(RTCSessionDescription(answer["sdp"], answer["type"]))
+        await asyncio.sleep(max(0.0, stop - time.monotonic()))
+        stats.sent = track.n
+    finally:
+        await pc.close()
+
+
+@dataclass
+class Sample:
+    t: float
+    cpu: float
+    rss_mib: float
+    fds: int
+
+
+async def sample_process(pid: int, every: float, stop: float, out: list[Sample]) -> None:
+    process = psutil.Process(pid)
+    process.cpu_percent()
+    begin = time.monotonic()
+    while time.monotonic() < stop:
+        await asyncio.sleep(min(every, max(0.0, stop - time.monotonic())))
+        with process.oneshot():
+            out.append(
+                Sample(
+                    time.monotonic() - begin,
+                    process.cpu_percent(),
+                    process.memory_info().rss / 2**20,
+                    process.num_fds(),
+                )
+            )
+
+
+def percentiles(values: list[float]) -> str:
+    if not values:
+        return "     -      -      -"
+    p50, p95, p99 = np.percentile(np.array(values) * 1000, [50, 95, 99])
+    return f"{p50:6.1f} {p95:6.1f} {p99:6.1f}"
+
+
+def report(streams: list[StreamStats], samples: list[Sample], duration: float) -> str:
+    lines = [
+        f"{'transport':<10} {'streams':>7} {'sent':>6} {'results':>7} {'fps/str':>7} "
+        f"{'dropped':>7} {'errors':>6}   latency ms p50    p95    p99",
+    ]
+    for transport in ("websocket", "webrtc"):
+        group = [s for s in streams if s.transport == transport]
+        if not group:
+            continue
+        results = sum(s.results for s in group)
+        lines.append(
+            f"{transport:<10} {len(group):>7} {sum(s.sent for s in group):>6} {results:>7} "
+            f"{results / duration / len(group):>7.1f} {sum(s.dropped for s in group):>7} "
+            f"{sum(s.errors for s in group):>6}   "
+            + " " * 10
+            + percentiles([x for s in group for x in s.latencies])
+        )
+    if samples:
+        lines.append("")
+        lines.append(f"{'t s':>6} {'cpu %':>6} {'rss MiB':>8} {'fds':>5}")
+        for s in samples:
+            lines.append(f"{s.t:6.0f} {s.cpu:6.0f} {s.rss_mib:8.1f} {s.fds:5d}")
+        first, last = samples[0], samples[-1]
+        lines.append(
+            f"growth over the run: RSS {last.rss_mib - first.rss_mib:+.1f} MiB, "
+            f"fds {last.fds - first.fds:+d}; server CPU median "
+            f"{np.median([s.cpu for s in samples]):.0f}% of one core"
+        )
+    return "\n".join(lines)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def local_server(profile: str) -> tuple[str, int]:  # type: ignore[misc]
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "run.py"),
+            "serve",
+            "--port",
+            str(port),
+            "--profile",
+            profile,
+            "--max-sessions",
+            "256",
+            "--max-sessions-per-client",
+            "256",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(url + "/", timeout=1).close()
+                break
+            time.sleep(0.2)
+        yield url, process.pid
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+async def run_load(args: argparse.Namespace, url: str, pid: int | None) -> str:
+    aioice.ice.get_host_addresses = loopback_host_addresses  # loopback only
+    images = clip_frames(args.fps)
+    jpegs = [encode_jpeg(image) for image in images]
+    video = [av.VideoFrame.from_ndarray(image, format="bgr24") for image in images]
+    streams = [StreamStats("websocket") for _ in range(args.ws)]
+    streams += [StreamStats("webrtc") for _ in range(args.webrtc)]
+    stop = time.monotonic() + args.duration
+    samples: list[Sample] = []
+    jobs = [
+        websocket_stream(url.replace("http", "ws") + "/ws", jpegs, args.fps, stop, s)
+        if s.transport == "websocket"
+        else webrtc_stream(url + "/offer", video, args.fps, stop, s)
+        for s in streams
+    ]
+    if pid is not None:
+        jobs.append(sample_process(pid, args.sample, stop, samples))
+    await asyncio.gather(*jobs)
+    header = (
+        f"{args.ws} websocket + {args.webrtc} WebRTC streams at {args.fps:g} fps for "
+        f"{args.duration:g} s, clients on the same {psutil.cpu_count()}-core machine"
+    )
+    return header + "\n" + report(streams, samples, args.duration)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ws", type=int, default=4, help="websocket streams")
+    parser.add_argument("--webrtc", type=int, default=0, help="WebRTC streams")
+    parser.add_argument("--fps", type=float, default=15.0)
+    parser.add_argument("--duration", type=float, default=20.0, help="seconds")
+    parser.add_argument("--sample", type=float, default=5.0, help="resource sample interval, s")
+    parser.add_argument("--profile", default="host", help="device profile of the local server")
+    parser.add_argument("--url", help="target this server instead of starting one")
+    parser.add_argument("--pid", type=int, help="server process to sample (with --url)")
+
+
+def loadtest_main(args: argparse.Namespace) -> int:
+    if args.url:
+        print(asyncio.run(run_load(args, args.url.rstrip("/"), args.pid)))
+        return 0
+    with local_server(args.profile) as (url, pid):
+        print(asyncio.run(run_load(args, url, pid)))
+    return 0
