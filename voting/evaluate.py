@@ -20,6 +20,7 @@ Metrics (see docs/voting.md):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -256,6 +257,22 @@ def synth_source(tier: str, precision: str, seconds: float, cache: Path | None) 
     return lambda kind, seed: detected_clip(detector, name, seed, kind, seconds, cache)
 
 
+def parse_noise(spec: str) -> NoiseModel:
+    """``"slow_sigma=0.6,negative_logit=-2"``: a :class:`NoiseModel` with those fields changed.
+
+    Raises:
+        ValueError: an unknown field or a value that is not a number.
+    """
+    known = {f.name for f in dataclasses.fields(NoiseModel)}
+    fields: dict[str, float] = {}
+    for item in filter(None, spec.split(",")):
+        key, _, value = item.partition("=")
+        if key not in known:
+            raise ValueError(f"unknown noise model field {key!r}; have {sorted(known)}")
+        fields[key] = float(value)
+    return NoiseModel(**fields)
+
+
 def parse_voters(spec: str, overrides: dict[str, object]) -> dict[str, Callable[[], Voter]]:
     """``"balanced,kofn:k=8:n=10"``: presets, each with optional ``:field=value`` overrides.
 
@@ -348,6 +365,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="fit the per-frame LLR on calibration clips (other seeds), or use the built-in one",
     )
     parser.add_argument("--calibration-clips", type=int, default=300)
+    parser.add_argument(
+        "--noise",
+        default="",
+        help="NoiseModel fields for --source sim, e.g. slow_sigma=0.6,negative_logit=-2",
+    )
     synth = parser.add_argument_group("rendered clips (--source synth)")
     synth.add_argument("--tier", default="s")
     synth.add_argument("--precision", default="int8", choices=["int8", "fp32"])
@@ -357,11 +379,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         rates = [float(v) for v in args.fps.split(",")]
         parse_voters(args.voters, {})
+        noise = parse_noise(args.noise)
     except ValueError as exc:
         parser.error(str(exc))
     if args.source == "sim":
-        source, length = sim_source(NoiseModel())
-        described = "simulated detector (voting.simulate.NoiseModel)"
+        source, length = sim_source(noise)
+        described = f"simulated detector (voting.simulate.NoiseModel({args.noise}))"
     else:
         source = synth_source(
             args.tier, args.precision, args.seconds, Path(args.cache) if args.cache else None

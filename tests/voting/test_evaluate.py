@@ -185,3 +185,19 @@ def test_link_objects_chains_boxes_and_splits_visits():
     a, b = link_objects(truth, dets, np.arange(4) / 30)
     assert len(a.visits) == 2 and len(b.visits) == 2
     assert a.clarity == (pytest.approx(0.4), 0.0)
+
+
+def test_parse_noise():
+    assert evaluate.parse_noise("") == evaluate.NoiseModel()
+    assert evaluate.parse_noise("slow_sigma=0.5,dropout=0").slow_sigma == 0.5
+    with pytest.raises(ValueError, match="unknown noise model field"):
+        evaluate.parse_noise("wobble=1")
+    with pytest.raises(ValueError):
+        evaluate.parse_noise("dropout=lots")
+
+
+def test_recognition_without_a_box_matches_nothing():
+    tally = evaluate.Tally()
+    event = VoteEvent("recognized", FU, 1, 0.8)
+    evaluate.score_clip(clip_with(), updates_with([(24, event)]), tally, 1.0, 0.75)
+    assert (tally.recognized, tally.true) == (1, 0)

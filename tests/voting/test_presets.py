@@ -1,6 +1,13 @@
 import pytest
 
-from voting import KOfNVoter, SequentialVoter, VotingConfigError, make_voter, preset_names
+from voting import (
+    KOfNVoter,
+    SequentialVoter,
+    VotingConfigError,
+    make_config,
+    make_voter,
+    preset_names,
+)
 from voting.evidence import ScoreModel
 
 
@@ -20,6 +27,12 @@ def test_overrides_apply():
     assert voter.config.alpha == 0.01
     assert voter.tracker.max_tracks == 4
     assert voter.config.score_model is model
+
+
+def test_make_config_is_for_sequential_presets_only():
+    with pytest.raises(VotingConfigError, match="unknown sequential preset 'kofn'") as caught:
+        make_config("kofn")
+    assert caught.value.code == "unknown_preset"
 
 
 def test_kofn_baseline():

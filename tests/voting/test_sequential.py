@@ -4,6 +4,7 @@ import pytest
 from voting_scenes import A, B, Thing, detections_at, frames, kinds, run, steady
 
 from detectors.core import Detection, Detections
+from voting.core import VoteUpdate
 from voting.presets import make_config
 from voting.sequential import SequentialConfig, SequentialVoter
 
@@ -169,3 +170,12 @@ def test_detections_below_min_score_are_ignored():
 def test_config_is_checked(field, value, message):
     with pytest.raises(ValueError, match=message):
         SequentialConfig(**{field: value})
+
+
+def test_unrecognized_track_expires_quietly():
+    v = voter()
+    v.update(Detections((Detection("fu", 0.9, A),)), 0.0)
+    assert v.update(Detections(), 2.0) == VoteUpdate()
+    assert v.tracker.tracks == []
+    (det,) = v.update(Detections((Detection("fu", 0.9, A),)), 2.1).detections
+    assert det.track == 2
