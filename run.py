@@ -15,6 +15,14 @@ from stream.admission import ServerConfig
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="run.py", description=__doc__)
+    parser.add_argument(
+        "--profiles",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="more device profiles, TOML or JSON (repeatable; see docs/hw_sim.md)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="serve the demo page, WebRTC and the websocket API")
@@ -51,8 +59,12 @@ def main(argv: list[str] | None = None) -> int:
     replay.add_argument("--profile", default="host")
     replay.add_argument("--jsonl", default="-", help="output path, '-' for stdout")
     replay.add_argument(
-        "--fast", action="store_true", help="process every frame as fast as the host allows"
+        "--fast",
+        action="store_true",
+        help="as fast as the host allows: same frames and events as real time (same --seed)",
     )
+    replay.add_argument("--seed", type=int, default=0, help="seed of the emulated latency jitter")
+    replay.add_argument("--tier", default=None, help="model tier (default: the profile's choice)")
 
     client = sub.add_parser("client", help="stream a webcam, video or image folder to a server")
     client.add_argument("source", help="video file, folder of images, or webcam index (0)")
@@ -70,6 +82,20 @@ def main(argv: list[str] | None = None) -> int:
     loadtest = sub.add_parser("loadtest", help="N websocket + M WebRTC streams; latency, CPU, RSS")
     loadtest_arguments(loadtest)
 
+    profiles = sub.add_parser("profiles", help="device profiles, their model tier and latency")
+    profiles.add_argument("--bench", action="store_true", help="also time each model here")
+    eval_hw = sub.add_parser("eval-hw", help="the same clips on each device profile: fps, recall")
+    eval_hw.add_argument(
+        "--profile", action="append", dest="hw_profiles", help="repeatable; default: all"
+    )
+    eval_hw.add_argument("--clips", type=int, default=4, help="clips with 福 (and as many without)")
+    eval_hw.add_argument("--frames", type=int, default=90)
+    eval_hw.add_argument("--fps", type=float, default=30.0)
+    eval_hw.add_argument("--seed", type=int, default=0)
+    eval_hw.add_argument(
+        "--realtime", action="store_true", help="also check the real-time pace against the profile"
+    )
+
     args, rest = parser.parse_known_args(argv)
     if args.command == "eval-voting":
         from voting.evaluate import main as eval_voting
@@ -78,6 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if args.profiles:
+        from hw_sim import ProfileError, load_profiles
+
+        try:
+            for path in args.profiles:
+                load_profiles(path)
+        except ProfileError as exc:
+            parser.error(str(exc))
     if args.command == "serve":
         from stream.server import serve as run_server
 
@@ -94,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "replay":
         from clients.replay import replay_main
 
-        return replay_main(args.video, args.profile, args.jsonl, fast=args.fast)
+        return replay_main(args.video, args.profile, args.jsonl, args.fast, args.seed, args.tier)
     if args.command == "client":
         from clients.ws_client import client_main
 
@@ -104,6 +138,22 @@ def main(argv: list[str] | None = None) -> int:
         from clients.loadtest import loadtest_main
 
         return loadtest_main(args)
+    if args.command == "profiles":
+        from clients.hw_bench import profiles_main
+
+        return profiles_main(args.bench)
+    if args.command == "eval-hw":
+        from clients.hw_bench import eval_hw_main
+        from hw_sim import PROFILES
+
+        return eval_hw_main(
+            args.hw_profiles or list(PROFILES),
+            args.clips,
+            args.frames,
+            args.fps,
+            args.seed,
+            args.realtime,
+        )
     parser.error(f"unknown command {args.command}")
     return 2
 

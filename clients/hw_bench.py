@@ -1,0 +1,479 @@
+"""What a scan feels like per device profile: ``run.py profiles`` and ``run.py eval-hw`` tables.
+
+``profiles`` lists each profile with the model tier it gets and its emulated
+per-frame latency (pure computation; ``--bench`` adds this host's real
+inference time). ``eval-hw`` runs the same generated clips through a session
+per profile and scores what a user would see: processed frames, drops,
+latency, time to ``recognized``, event recall and precision; ``--realtime``
+then checks, in real time, that frames come out at the emulated phone's pace
+and that the real-time run gives the same frames and events as the fast one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from clients.replay import TimedFrames, feed
+from detectors.core import ImageBGR, iou
+from hw_sim import PROFILES, DeviceProfile, EmulatedDevice, ModelSpec, choose_model
+from stream.pipelines import Pipelines, SessionOptions
+from stream.session import Message
+
+MATCH_IOU = 0.3
+"""A ``recognized`` event is correct when its box overlaps a true 福 box of its frame this much."""
+SUSTAINED_S = 300.0
+
+
+# ---------------------------------------------------------------- run.py profiles
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileRow:
+    profile: DeviceProfile
+    spec: ModelSpec | None
+    reason: str
+    cold_ms: float | None  # nominal, no jitter
+    p50_ms: float | None  # first 300 frames back to back, jitter and heat
+    p95_ms: float | None
+    sustained_ms: float | None  # p50 after SUSTAINED_S of back-to-back frames
+    host_ms: float | None = None
+
+
+def back_to_back(
+    profile: DeviceProfile, spec: ModelSpec, seconds: float, seed: int = 0
+) -> list[tuple[float, float]]:
+    """``(start, latency)`` of frames run back to back from cold for ``seconds`` (media time)."""
+    device = EmulatedDevice(profile, spec, seed)
+    t, index, out = 0.0, 0, []
+    while t < seconds:
+        latency = device.run(index, t)
+        out.append((t, latency))
+        t += latency
+        index += 1
+    return out
+
+
+def profile_rows(specs: Sequence[ModelSpec], precision: str = "int8") -> list[ProfileRow]:
+    rows = []
+    for profile in PROFILES.values():
+        if not specs:
+            rows.append(ProfileRow(profile, None, "no model cards", None, None, None, None))
+            continue
+        choice = choose_model(profile, specs, host_precision=precision)
+        if not profile.emulated:
+            rows.append(ProfileRow(profile, choice.spec, choice.reason, None, None, None, None))
+            continue
+        runs = back_to_back(profile, choice.spec, SUSTAINED_S + 10.0)
+        first = [lat * 1000 for _, lat in runs[:300]]
+        late = [lat * 1000 for t, lat in runs if t >= SUSTAINED_S]
+        rows.append(
+            ProfileRow(
+                profile,
+                choice.spec,
+                choice.reason + ("" if choice.fits else " (over budget)"),
+                (choice.latency or 0.0) * 1000,
+                statistics.median(first),
+                percentile(first, 95),
+                statistics.median(late),
+            )
+        )
+    return rows
+
+
+def measure_host_ms(pipelines: Pipelines, spec: ModelSpec, runs: int = 20) -> float:
+    """Median real inference time of ``spec``'s detector here, on a 640x480 frame."""
+    detector = pipelines.models[spec]
+    image = np.random.default_rng(0).integers(0, 255, (480, 640, 3), dtype=np.uint8)
+    detector.detect(image)
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        detector.detect(image)
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def format_profiles(rows: Sequence[ProfileRow]) -> str:
+    header = [
+        "profile", "camera", "build", "GOP/s", "budget ms", "tier",
+        "cold ms", "p50 ms", "p95 ms", f"after {SUSTAINED_S / 60:.0f} min", "host ms", "why",
+    ]  # fmt: skip
+    body = []
+    for r in rows:
+        p = r.profile
+        camera = f"{p.camera_width}x{p.camera_height}@{p.camera_fps:g}" if p.emulated else "as sent"
+        body.append(
+            [
+                p.name,
+                camera,
+                r.spec.precision if r.spec else (p.precision if p.emulated else "host"),
+                f"{p.gop_s(p.int8):g}" if p.emulated else "-",
+                f"{p.budget_ms:.1f}" if p.budget_ms else "-",
+                r.spec.tier if r.spec else "-",
+                fmt(r.cold_ms),
+                fmt(r.p50_ms),
+                fmt(r.p95_ms),
+                fmt(r.sustained_ms),
+                fmt(r.host_ms),
+                r.reason,
+            ]
+        )
+    notes = [f"  {p.name}: {p.description}" for p in PROFILES.values()]
+    return table(header, body) + "\n" + "\n".join(notes)
+
+
+# ---------------------------------------------------------------- run.py eval-hw
+
+
+@dataclass(frozen=True, slots=True)
+class EvalClip:
+    """Frames at ``fps`` and, per frame, the true 福 boxes (``N x 4``)."""
+
+    name: str
+    frames: Sequence[ImageBGR]
+    boxes: Sequence[npt.NDArray[np.float32]]
+    fps: float
+
+    @property
+    def duration(self) -> float:
+        return len(self.frames) / self.fps
+
+    @property
+    def first_visible(self) -> float | None:
+        for i, b in enumerate(self.boxes):
+            if len(b):
+                return i / self.fps
+        return None
+
+
+def synth_clips(count: int, n_frames: int, fps: float, seed: int) -> list[EvalClip]:
+    """``count`` clips with 福 in view in their middle half and ``count`` with look-alikes only."""
+    from detectors.synth.scenes import make_clip
+
+    clips = []
+    for i in range(count):
+        for content in ("mixed", "negative"):
+            s = seed + 1 + i + (0 if content == "mixed" else 10_000)
+            clip = make_clip(s, n_frames, fps, 640, 480, content=content)
+            clips.append(EvalClip(f"{content}{s}", clip.frames, clip.boxes, fps))
+    return clips
+
+
+@dataclass(slots=True)
+class ClipRun:
+    """Messages of one session over one clip, with the event-loop time each was sent at."""
+
+    clip: EvalClip
+    sent: list[tuple[float, Message]] = field(default_factory=list)
+    start: float = 0.0
+    dropped: int = 0
+    camera_skipped: int = 0
+    processed: int = 0
+    host_slower: int = 0
+
+    def frames(self) -> list[Message]:
+        return [m for _, m in self.sent if m["type"] == "frame"]
+
+    def comparable(self) -> list[Message]:
+        """The messages without host-dependent fields, for fast vs real-time comparison."""
+        return [{k: v for k, v in m.items() if k != "server_ms"} for _, m in self.sent]
+
+
+async def clip_frames(clip: EvalClip) -> TimedFrames:
+    for i, image in enumerate(clip.frames):
+        yield i / clip.fps, _constant(image)
+
+
+def _constant(image: ImageBGR) -> Callable[[], ImageBGR]:
+    return lambda: image
+
+
+async def run_clip(
+    pipelines: Pipelines, options: SessionOptions, clip: EvalClip, realtime: bool
+) -> ClipRun:
+    loop = asyncio.get_running_loop()
+    run = ClipRun(clip)
+
+    async def send(message: Message) -> None:
+        run.sent.append((loop.time(), message))
+
+    session = pipelines.open(options, send, realtime=realtime)
+    run.start = loop.time()
+    await feed(session, clip_frames(clip), realtime)
+    run.dropped, run.camera_skipped = session.dropped, session.camera_skipped
+    run.processed, run.host_slower = session.processed, session.host_slower
+    return run
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    recognized: int  # recognized events
+    correct: int  # of which on a true 福
+    found: bool  # a correct event while 福 was in view
+    time_to_recognized: float | None  # phone's done time of that frame - first 福 in view
+
+
+def score(run: ClipRun) -> Score:
+    clip = run.clip
+    recognized = correct = 0
+    first_hit: float | None = None
+    frame: Message | None = None
+    for _, message in run.sent:
+        if message["type"] == "frame":
+            frame = message
+        elif message["type"] == "event" and message["event"] == "recognized" and frame:
+            recognized += 1
+            truth = clip.boxes[cast(int, frame["frame"])].tolist()
+            x0, y0, x1, y1 = cast(list[float], message["box"])
+            if any(iou((x0, y0, x1, y1), (b[0], b[1], b[2], b[3])) >= MATCH_IOU for b in truth):
+                correct += 1
+                if first_hit is None:
+                    first_hit = done_time(frame)
+    visible = clip.first_visible
+    ttr = first_hit - visible if first_hit is not None and visible is not None else None
+    return Score(recognized, correct, first_hit is not None, ttr)
+
+
+def done_time(frame: Message) -> float:
+    """Media time the user sees this frame's result: the phone's finish, else t + latency."""
+    device = _device(frame)
+    if "done_t" in device:
+        return float(device["done_t"])
+    return float(cast(float, frame["t"])) + float(device["latency_ms"]) / 1000
+
+
+def _device(frame: Message) -> dict[str, Any]:
+    return cast(dict[str, Any], frame["device"])
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRow:
+    profile: str
+    tier: str
+    processed_fps: float
+    dropped: int
+    camera_skipped: int
+    offered: int
+    latency_p50: float
+    latency_p95: float
+    ttr_median: float | None
+    recall: float | None
+    precision: float | None
+    host_slower: int
+
+
+def summarize(profile: str, runs: Sequence[ClipRun]) -> EvalRow:
+    frames = [m for r in runs for m in r.frames()]
+    latencies = [float(_device(m)["latency_ms"]) for m in frames]
+    scores = [score(r) for r in runs]
+    with_fu = [s for r, s in zip(runs, scores, strict=True) if r.clip.first_visible is not None]
+    recognized = sum(s.recognized for s in scores)
+    ttrs = [s.time_to_recognized for s in with_fu if s.time_to_recognized is not None]
+    tiers = sorted({str(_device(m)["tier"]) for m in frames})
+    return EvalRow(
+        profile,
+        "/".join(tiers),
+        sum(r.processed for r in runs) / sum(r.clip.duration for r in runs),
+        sum(r.dropped for r in runs),
+        sum(r.camera_skipped for r in runs),
+        sum(len(r.clip.frames) for r in runs),
+        statistics.median(latencies) if latencies else 0.0,
+        percentile(latencies, 95) if latencies else 0.0,
+        statistics.median(ttrs) if ttrs else None,
+        sum(s.found for s in with_fu) / len(with_fu) if with_fu else None,
+        sum(s.correct for s in scores) / recognized if recognized else None,
+        sum(r.host_slower for r in runs),
+    )
+
+
+async def evaluate(
+    pipelines: Pipelines, profiles: Sequence[str], clips: Sequence[EvalClip], seed: int = 0
+) -> tuple[list[EvalRow], dict[str, list[ClipRun]]]:
+    """Every clip through a fast (virtual-clock) session per profile."""
+    rows, runs = [], {}
+    for name in profiles:
+        options = SessionOptions(name, seed=seed)
+        runs[name] = [await run_clip(pipelines, options, clip, realtime=False) for clip in clips]
+        rows.append(summarize(name, runs[name]))
+    return rows, runs
+
+
+def format_eval(rows: Sequence[EvalRow]) -> str:
+    header = [
+        "profile", "tier", "processed fps", "dropped", "cam skip", "latency p50 ms", "p95 ms",
+        "to recognized s", "event recall", "event precision", "host slower",
+    ]  # fmt: skip
+    body = [
+        [
+            r.profile,
+            r.tier,
+            f"{r.processed_fps:.1f}",
+            f"{r.dropped}/{r.offered}",
+            str(r.camera_skipped),
+            f"{r.latency_p50:.1f}",
+            f"{r.latency_p95:.1f}",
+            fmt(r.ttr_median, "{:.2f}"),
+            fmt(r.recall, "{:.2f}"),
+            fmt(r.precision, "{:.2f}"),
+            str(r.host_slower),
+        ]
+        for r in rows
+    ]
+    return table(header, body)
+
+
+@dataclass(frozen=True, slots=True)
+class PaceRow:
+    profile: str
+    intervals: int  # back-to-back frame pairs measured
+    measured_p50: float  # ms between frame messages, real time
+    emulated_p50: float  # ms, the emulated latency of the same frames
+    nominal: float  # ms, the profile's cold latency without jitter
+    same_as_fast: bool
+
+
+def pace(run: ClipRun) -> tuple[list[float], list[float]]:
+    """Real intervals between consecutive frame messages while the phone was busy back to
+    back, and the emulated latencies of the same frames (ms)."""
+    frames = [(at, m) for at, m in run.sent if m["type"] == "frame"]
+    measured, emulated = [], []
+    for (at0, m0), (at1, m1) in itertools.pairwise(frames):
+        d0, d1 = _device(m0), _device(m1)
+        if abs(d1["start_t"] - d0["done_t"]) < 1e-3:
+            measured.append((at1 - at0) * 1000)
+            emulated.append(d1["latency_ms"])
+    return measured, emulated
+
+
+async def check_pace(
+    pipelines: Pipelines,
+    profiles: Sequence[str],
+    clip: EvalClip,
+    fast: dict[str, ClipRun],
+    seed: int,
+) -> list[PaceRow]:
+    """Run ``clip`` in real time per emulated profile; compare pace and messages with ``fast``."""
+    rows = []
+    for name in profiles:
+        if not PROFILES[name].emulated:
+            continue
+        options = SessionOptions(name, seed=seed)
+        run = await run_clip(pipelines, options, clip, realtime=True)
+        measured, emulated = pace(run)
+        simulator, _ = pipelines.simulator_for(options)
+        rows.append(
+            PaceRow(
+                name,
+                len(measured),
+                statistics.median(measured) if measured else 0.0,
+                statistics.median(emulated) if emulated else 0.0,
+                simulator.device().nominal_latency * 1000,
+                run.comparable() == fast[name].comparable(),
+            )
+        )
+    return rows
+
+
+def format_pace(rows: Sequence[PaceRow]) -> str:
+    header = [
+        "profile", "intervals", "measured p50 ms", "emulated p50 ms", "error", "nominal ms",
+        "vs nominal", "same frames+events as fast",
+    ]  # fmt: skip
+    body = [
+        [
+            r.profile,
+            str(r.intervals),
+            f"{r.measured_p50:.1f}",
+            f"{r.emulated_p50:.1f}",
+            f"{(r.measured_p50 / r.emulated_p50 - 1) * 100:+.1f}%" if r.emulated_p50 else "-",
+            f"{r.nominal:.1f}",
+            f"{(r.measured_p50 / r.nominal - 1) * 100:+.1f}%" if r.nominal else "-",
+            "yes" if r.same_as_fast else "NO",
+        ]
+        for r in rows
+    ]
+    return table(header, body)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
+
+
+def fmt(value: float | None, pattern: str = "{:.1f}") -> str:
+    return "-" if value is None else pattern.format(value)
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table, columns padded to line up in a terminal too."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines = [
+        "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+        for cells in (header, ["-" * w for w in widths], *rows)
+    ]
+    return "\n".join(lines)
+
+
+def profiles_main(bench: bool) -> int:
+    from detectors.card import list_cards
+
+    cards = list_cards()
+    specs = [ModelSpec.from_card(card) for card in cards]
+    rows = profile_rows(specs)
+    if bench and specs:
+        pipelines = Pipelines.from_models()
+        try:
+            rows = [
+                row if row.spec is None else _with_host(row, measure_host_ms(pipelines, row.spec))
+                for row in rows
+            ]
+        finally:
+            pipelines.shutdown()
+    print(format_profiles(rows))
+    if not specs:
+        print("\nno model cards in detectors/models: tiers and latencies are unknown")
+    return 0
+
+
+def _with_host(row: ProfileRow, host_ms: float) -> ProfileRow:
+    return ProfileRow(
+        row.profile, row.spec, row.reason, row.cold_ms, row.p50_ms, row.p95_ms,
+        row.sustained_ms, host_ms,
+    )  # fmt: skip
+
+
+def eval_hw_main(
+    profiles: Sequence[str], clips: int, frames: int, fps: float, seed: int, realtime: bool
+) -> int:
+    unknown = [p for p in profiles if p not in PROFILES]
+    if unknown:
+        print(f"eval-hw: unknown profile(s) {unknown}; known: {sorted(PROFILES)}")
+        return 2
+    pipelines = Pipelines.from_models()
+    try:
+        made = synth_clips(clips, frames, fps, seed)
+        print(
+            f"{len(made)} clips ({clips} with 福 in view mid-clip, {clips} look-alikes only), "
+            f"{frames} frames at {fps:g} fps, 640x480, seed {seed}; fast mode\n"
+        )
+        rows, runs = asyncio.run(evaluate(pipelines, profiles, made, seed))
+        print(format_eval(rows))
+        if realtime:
+            print(f"\nreal time, clip {made[0].name}: frame pace vs emulated latency")
+            fast = {name: runs[name][0] for name in profiles}
+            pace_rows = asyncio.run(check_pace(pipelines, profiles, made[0], fast, seed))
+            print(format_pace(pace_rows))
+    finally:
+        pipelines.shutdown()
+    return 0
