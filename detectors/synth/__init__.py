@@ -1,0 +1,1 @@
+"""Synthetic 福 scenes: glyph bank, backgrounds, scene and clip rendering (numpy + OpenCV)."""

@@ -1,0 +1,48 @@
+"""The committed glyph bank: ink masks of 福 and look-alike characters, split by font.
+
+Numpy only, so that tests, CI and the training machine need no fonts; the bank
+is rebuilt from installed fonts by :mod:`detectors.synth.glyphs`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+BANK_PATH = Path(__file__).resolve().parent / "glyph_bank.npz"
+GLYPH_SIZE = 96
+TARGET = "福"
+HARD_NEGATIVES = "富幅副逼辐蝠祸祝禄神"
+FESTIVE = "春喜寿财"
+CHARACTERS = TARGET + HARD_NEGATIVES + FESTIVE
+HELD_OUT_FONTS = ("cwtex-kai", "lxgw-wenkai", "noto-serif-tc-bold", "wqy-zenhei")
+"""Fonts whose glyphs only the evaluation split sees."""
+
+
+@dataclass(frozen=True, slots=True)
+class GlyphSet:
+    """Glyph masks of one split: ``target`` are 福, ``negatives`` every other character."""
+
+    target: npt.NDArray[np.uint8]
+    negatives: npt.NDArray[np.uint8]
+
+
+@lru_cache(maxsize=2)
+def load_glyphs(split: str) -> GlyphSet:
+    """The glyphs of ``split`` ("train" or "eval"), from the committed bank.
+
+    Raises:
+        ValueError: ``split`` is neither "train" nor "eval".
+    """
+    if split not in ("train", "eval"):
+        raise ValueError(f"split must be 'train' or 'eval', not {split!r}")
+    with np.load(BANK_PATH) as bank:
+        masks, chars, fonts = bank["masks"], bank["chars"], bank["fonts"]
+    held_out = np.isin(fonts, HELD_OUT_FONTS)
+    in_split = held_out if split == "eval" else ~held_out
+    is_target = chars == TARGET
+    return GlyphSet(masks[in_split & is_target], masks[in_split & ~is_target])

@@ -1,0 +1,107 @@
+"""Renders the glyph bank: 福, its look-alikes and other festive characters from installed fonts.
+
+Train-time only (needs Pillow and CJK fonts). The result is committed as
+``detectors/synth/glyph_bank.npz`` so that the scene generator, the tests and
+the GPU machine need no fonts. Run ``python -m detectors.synth.glyphs`` to
+rebuild it.
+
+Each glyph is stored as a ``GLYPH_SIZE`` square uint8 ink mask (255 = ink),
+cropped to its ink and scaled to touch the square on its longer side, so that
+its box in a scene is the ink's box.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from PIL import Image, ImageDraw, ImageFont
+
+from detectors.synth.bank import BANK_PATH, CHARACTERS, GLYPH_SIZE, HELD_OUT_FONTS, TARGET
+
+_RENDER_PX = 160
+
+
+@dataclass(frozen=True, slots=True)
+class FontFace:
+    name: str
+    path: str
+    index: int = 0
+
+
+FONT_ROOT = "/usr/share/fonts"
+FONTS = (
+    FontFace("noto-sans-sc", f"{FONT_ROOT}/opentype/noto/NotoSansCJK-Regular.ttc", 2),
+    FontFace("noto-sans-sc-bold", f"{FONT_ROOT}/opentype/noto/NotoSansCJK-Bold.ttc", 2),
+    FontFace("noto-sans-tc-bold", f"{FONT_ROOT}/opentype/noto/NotoSansCJK-Bold.ttc", 3),
+    FontFace("noto-serif-sc", f"{FONT_ROOT}/opentype/noto/NotoSerifCJK-Regular.ttc", 2),
+    FontFace("noto-serif-sc-bold", f"{FONT_ROOT}/opentype/noto/NotoSerifCJK-Bold.ttc", 2),
+    FontFace("noto-serif-tc-bold", f"{FONT_ROOT}/opentype/noto/NotoSerifCJK-Bold.ttc", 3),
+    FontFace("ukai", f"{FONT_ROOT}/truetype/arphic/ukai.ttc", 0),
+    FontFace("uming", f"{FONT_ROOT}/truetype/arphic/uming.ttc", 0),
+    FontFace("cwtex-fangsong", f"{FONT_ROOT}/truetype/cwtex/cwfs.ttf"),
+    FontFace("cwtex-heibold", f"{FONT_ROOT}/truetype/cwtex/cwheib.ttf"),
+    FontFace("cwtex-kai", f"{FONT_ROOT}/truetype/cwtex/cwkai.ttf"),
+    FontFace("cwtex-ming", f"{FONT_ROOT}/truetype/cwtex/cwming.ttf"),
+    FontFace("cwtex-yen", f"{FONT_ROOT}/truetype/cwtex/cwyen.ttf"),
+    FontFace("lxgw-wenkai-bold", f"{FONT_ROOT}/truetype/lxgw-wenkai/LXGWWenKai-Bold.ttf"),
+    FontFace("lxgw-wenkai-light", f"{FONT_ROOT}/truetype/lxgw-wenkai/LXGWWenKai-Light.ttf"),
+    FontFace("lxgw-wenkai", f"{FONT_ROOT}/truetype/lxgw-wenkai/LXGWWenKai-Regular.ttf"),
+    FontFace("wqy-microhei", f"{FONT_ROOT}/truetype/wqy/wqy-microhei.ttc", 0),
+    FontFace("wqy-zenhei", f"{FONT_ROOT}/truetype/wqy/wqy-zenhei.ttc", 0),
+)
+
+
+_MISSING = "\ue000"
+"""A private-use code point: what a font draws for it is what it draws for a missing glyph."""
+
+
+def _draw(font: ImageFont.FreeTypeFont, char: str) -> npt.NDArray[np.uint8]:
+    canvas = Image.new("L", (2 * _RENDER_PX, 2 * _RENDER_PX), 0)
+    ImageDraw.Draw(canvas).text((_RENDER_PX // 2, _RENDER_PX // 2), char, fill=255, font=font)
+    return np.asarray(canvas)
+
+
+def render_glyph(face: FontFace, char: str) -> npt.NDArray[np.uint8] | None:
+    """``char`` in ``face`` as a ``GLYPH_SIZE`` square ink mask cropped to its ink; None if absent."""
+    font = ImageFont.truetype(face.path, _RENDER_PX, index=face.index)
+    ink = _draw(font, char)
+    ys, xs = np.nonzero(ink > 64)
+    if len(xs) == 0 or np.array_equal(ink, _draw(font, _MISSING)):
+        return None
+    crop = Image.fromarray(ink[ys.min() : ys.max() + 1, xs.min() : xs.max() + 1])
+    scale = GLYPH_SIZE / max(crop.size)
+    size = (max(1, round(crop.width * scale)), max(1, round(crop.height * scale)))
+    crop = crop.resize(size, Image.Resampling.LANCZOS)
+    out = np.zeros((GLYPH_SIZE, GLYPH_SIZE), np.uint8)
+    x0, y0 = (GLYPH_SIZE - size[0]) // 2, (GLYPH_SIZE - size[1]) // 2
+    out[y0 : y0 + size[1], x0 : x0 + size[0]] = np.asarray(crop)
+    return out
+
+
+def build_bank(path: Path = BANK_PATH) -> None:
+    """Render every character in every font and write the compressed bank to ``path``."""
+    masks, chars, fonts = [], [], []
+    for face in FONTS:
+        for char in CHARACTERS:
+            mask = render_glyph(face, char)
+            if mask is not None:
+                masks.append(mask)
+                chars.append(char)
+                fonts.append(face.name)
+    np.savez_compressed(path, masks=np.stack(masks), chars=np.array(chars), fonts=np.array(fonts))
+    held = sorted(set(fonts) & set(HELD_OUT_FONTS))
+    print(f"{path}: {len(masks)} glyphs, {len(FONTS)} fonts (held out {held}), target {TARGET}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=BANK_PATH)
+    build_bank(parser.parse_args(argv).out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,386 @@
+"""Synthetic camera scenes with 福 posters, look-alike posters and clutter, labelled with 福 boxes.
+
+Pure numpy + OpenCV and deterministic by seed: the same seed gives the same
+pixels and boxes on every machine. :func:`render_scene` makes one still for
+training and evaluation; :func:`make_clip` makes a short hand-held video for
+end-to-end tests.
+
+A label is the box of the 福 character's ink (not of the poster around it), in
+pixels of the returned image, clipped to the image.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+
+from detectors.core import ImageBGR
+from detectors.synth.backgrounds import load_photos
+from detectors.synth.bank import load_glyphs
+
+Content = Literal["fu", "negative", "empty", "mixed"]
+Split = Literal["train", "eval"]
+Boxes = npt.NDArray[np.float32]
+"""``N x 4`` float32 ``(x0, y0, x1, y1)`` boxes."""
+Rng = np.random.Generator
+FloatImage = npt.NDArray[np.float32]
+
+MIN_VISIBLE = 0.6
+"""A 福 at least this much inside the frame is labelled; one less visible is never generated."""
+CONTENT_MIX = (("fu", 0.55), ("negative", 0.3), ("empty", 0.15))
+"""How often ``content="mixed"`` scenes hold 福, only look-alikes, or no poster at all."""
+
+# (background, ink) colours, BGR. Red-and-gold is what most real 福 posters look like.
+_PALETTES = (
+    ((35, 30, 200), (20, 20, 20)),
+    ((35, 30, 200), (60, 190, 235)),
+    ((30, 20, 160), (40, 170, 230)),
+    ((50, 60, 220), (15, 15, 15)),
+    ((60, 190, 235), (30, 30, 190)),
+    ((235, 240, 245), (20, 20, 20)),
+    ((225, 235, 245), (30, 30, 190)),
+    ((35, 30, 200), (240, 240, 240)),
+    ((40, 40, 40), (60, 190, 235)),
+)
+_STYLES = ("diamond", "square", "round", "bare")
+_STYLE_P = (0.4, 0.3, 0.15, 0.15)
+# Glyph side as a fraction of the poster side, per style.
+_GLYPH_FRACTION = {"diamond": (0.48, 0.6), "square": (0.6, 0.85), "round": (0.5, 0.62)}
+
+
+@dataclass(frozen=True, slots=True)
+class Poster:
+    """A flat poster: colour, coverage (0..1) and the ink box of its character, in poster px."""
+
+    color: FloatImage
+    alpha: FloatImage
+    ink_box: tuple[float, float, float, float]
+
+
+class Clip(NamedTuple):
+    """A generated video: BGR frames and, per frame, the 福 boxes visible in it."""
+
+    frames: list[ImageBGR]
+    boxes: list[Boxes]
+
+
+def _glyph_ink(rng: Rng, mask: npt.NDArray[np.uint8], side: int) -> FloatImage:
+    """The bank mask with random stroke weight, maybe upside down (倒福), resized to ``side``."""
+    weight = rng.choice(3, p=(0.2, 0.6, 0.2))
+    if weight != 1:
+        kernel = np.ones((3, 3), np.uint8)
+        mask = cv2.erode(mask, kernel) if weight == 0 else cv2.dilate(mask, kernel)
+    if rng.random() < 0.3:
+        mask = mask[::-1, ::-1]
+    interpolation = cv2.INTER_AREA if side < mask.shape[0] else cv2.INTER_LINEAR
+    resized = cv2.resize(np.ascontiguousarray(mask), (side, side), interpolation=interpolation)
+    return resized.astype(np.float32) / 255.0
+
+
+def _make_poster(rng: Rng, mask: npt.NDArray[np.uint8], glyph_side: int) -> Poster:
+    style = str(rng.choice(_STYLES, p=_STYLE_P))
+    lo, hi = _GLYPH_FRACTION.get(style, (1.0, 1.0))
+    side = max(glyph_side, round(glyph_side / rng.uniform(lo, hi)))
+    paper, ink_colour = _PALETTES[rng.integers(len(_PALETTES))]
+    jitter = rng.normal(0, 12, 3)
+    paper_bgr = np.clip(np.array(paper) + jitter, 0, 255).astype(np.float32)
+    ink_bgr = np.clip(np.array(ink_colour) + rng.normal(0, 10, 3), 0, 255).astype(np.float32)
+    shape = np.zeros((side, side), np.uint8)
+    if style == "diamond":
+        corners = np.array([[side / 2, 0], [side, side / 2], [side / 2, side], [0, side / 2]])
+        cv2.fillConvexPoly(shape, np.round(corners * 16).astype(np.int32), 255, cv2.LINE_AA, 4)
+    elif style == "round":
+        cv2.circle(shape, (side * 8, side * 8), side * 8, 255, -1, cv2.LINE_AA, 4)
+    elif style == "square":
+        shape[:] = 255
+    base = shape.astype(np.float32) / 255.0
+    ink = np.zeros((side, side), np.float32)
+    offset = (side - glyph_side) // 2
+    ink[offset : offset + glyph_side, offset : offset + glyph_side] = _glyph_ink(
+        rng, mask, glyph_side
+    )
+    shade = np.linspace(rng.uniform(0.8, 1.0), rng.uniform(0.9, 1.15), side, dtype=np.float32)
+    paper_img = paper_bgr * (shade[:, None, None] if rng.random() < 0.5 else shade[None, :, None])
+    color = paper_img * (1 - ink[..., None]) + ink_bgr * ink[..., None]
+    ys, xs = np.nonzero(ink > 0.3)
+    ink_box = (
+        (float(xs.min()), float(ys.min()), float(xs.max() + 1), float(ys.max() + 1))
+        if len(xs)
+        else (0.0, 0.0, 0.0, 0.0)
+    )
+    return Poster(color.astype(np.float32), np.maximum(base, ink), ink_box)
+
+
+def _placement(rng: Rng, side: int, width: int, height: int) -> npt.NDArray[np.float32]:
+    """Where a poster's corners land in the scene: rotated, tilted in perspective, maybe cut off."""
+    angle = rng.normal(0, 0.12) if rng.random() < 0.85 else rng.uniform(-0.7, 0.7)
+    slack = 0.25 * side
+    cx = rng.uniform(-slack, width + slack)
+    cy = rng.uniform(-slack, height + slack)
+    half = side / 2
+    square = np.array([[-half, -half], [half, -half], [half, half], [-half, half]])
+    rot = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+    corners = square @ rot.T + (cx, cy)
+    tilt = rng.normal(0, 0.07 * side, (4, 2))
+    return (corners + tilt).astype(np.float32)
+
+
+def _box_of(points: npt.NDArray[np.float32]) -> tuple[float, float, float, float]:
+    return (
+        float(points[:, 0].min()),
+        float(points[:, 1].min()),
+        float(points[:, 0].max()),
+        float(points[:, 1].max()),
+    )
+
+
+def _visible_fraction(box: tuple[float, float, float, float], width: int, height: int) -> float:
+    area = (box[2] - box[0]) * (box[3] - box[1])
+    cw = max(0.0, min(box[2], width) - max(box[0], 0.0))
+    ch = max(0.0, min(box[3], height) - max(box[1], 0.0))
+    return cw * ch / area if area > 0 else 0.0
+
+
+def _paste(canvas: FloatImage, poster: Poster, corners: npt.NDArray[np.float32]) -> None:
+    """Warp ``poster`` onto ``canvas`` (in place) so its corners land on ``corners``."""
+    height, width = canvas.shape[:2]
+    x0, y0 = (max(0, int(np.floor(v))) for v in corners.min(axis=0))
+    x1 = min(width, int(np.ceil(corners[:, 0].max())))
+    y1 = min(height, int(np.ceil(corners[:, 1].max())))
+    if x1 <= x0 or y1 <= y0:
+        return
+    side = poster.alpha.shape[0]
+    src = np.array([[0, 0], [side, 0], [side, side], [0, side]], np.float32)
+    warp = cv2.getPerspectiveTransform(src, corners - np.array([x0, y0], np.float32))
+    size = (x1 - x0, y1 - y0)
+    rgba = np.dstack([poster.color * poster.alpha[..., None], poster.alpha])  # premultiplied
+    out = cv2.warpPerspective(rgba, warp, size, flags=cv2.INTER_LINEAR)
+    alpha = out[..., 3:4]
+    roi = canvas[y0:y1, x0:x1]
+    roi *= 1 - alpha
+    roi += out[..., :3]
+
+
+def _ink_box_in_scene(poster: Poster, corners: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    side = poster.alpha.shape[0]
+    src = np.array([[0, 0], [side, 0], [side, side], [0, side]], np.float32)
+    warp = cv2.getPerspectiveTransform(src, corners)
+    bx0, by0, bx1, by1 = poster.ink_box
+    ink = np.array([[[bx0, by0], [bx1, by0], [bx1, by1], [bx0, by1]]], np.float32)
+    return np.asarray(cv2.perspectiveTransform(ink, warp)[0], np.float32)
+
+
+def _background(rng: Rng, split: Split, width: int, height: int) -> FloatImage:
+    """A random crop of a background photo, or a procedural wall, as float BGR."""
+    if rng.random() < 0.75:
+        photos = load_photos(split)
+        photo = photos[rng.integers(len(photos))]
+        ph, pw = photo.shape[:2]
+        crop = rng.uniform(0.35, 1.0)
+        cw = max(8, min(pw, round(pw * crop)))
+        ch = max(8, min(ph, round(cw * height / width)))
+        x = rng.integers(pw - cw + 1)
+        y = rng.integers(ph - ch + 1)
+        patch = photo[y : y + ch, x : x + cw]
+        if rng.random() < 0.5:
+            patch = patch[:, ::-1]
+        return cv2.resize(patch, (width, height), interpolation=cv2.INTER_LINEAR).astype(np.float32)
+    base = rng.uniform(40, 230, 3).astype(np.float32)
+    ramp = np.linspace(rng.uniform(0.6, 1.0), rng.uniform(0.6, 1.2), width, dtype=np.float32)
+    wall = np.broadcast_to(base * ramp[None, :, None], (height, width, 3)).copy()
+    return wall
+
+
+def _clutter(rng: Rng, canvas: FloatImage, count: int) -> None:
+    """Rectangles, discs and brush strokes: things that are red, square or ink-like but not 福."""
+    height, width = canvas.shape[:2]
+    scale = min(width, height)
+    for _ in range(count):
+        colour = tuple(float(c) for c in rng.uniform(0, 255, 3))
+        if rng.random() < 0.3:
+            colour = (float(rng.uniform(10, 60)), float(rng.uniform(10, 60)), 200.0)
+        kind = rng.integers(3)
+        x, y = int(rng.integers(width)), int(rng.integers(height))
+        size = int(rng.uniform(0.03, 0.3) * scale)
+        if kind == 0:
+            cv2.rectangle(
+                canvas, (x, y), (x + size, y + int(size * rng.uniform(0.3, 2))), colour, -1
+            )
+        elif kind == 1:
+            cv2.circle(canvas, (x, y), size // 2, colour, -1, cv2.LINE_AA)
+        else:
+            points = (rng.normal(0, size / 2, (int(rng.integers(2, 6)), 2)) + (x, y)).astype(
+                np.int32
+            )
+            thickness = max(1, int(rng.uniform(0.02, 0.12) * size))
+            cv2.polylines(canvas, [points], False, colour, thickness, cv2.LINE_AA)
+
+
+def _degrade(rng: Rng, canvas: FloatImage) -> ImageBGR:
+    """Camera effects: lighting, colour cast, blur, sensor noise and JPEG compression."""
+    height, width = canvas.shape[:2]
+    gain = rng.uniform(0.55, 1.3) * rng.uniform(0.85, 1.15, 3).astype(np.float32)
+    ramp = np.linspace(rng.uniform(0.7, 1.1), rng.uniform(0.7, 1.1), width, dtype=np.float32)
+    canvas *= gain.astype(np.float32)
+    canvas *= ramp[None, :, None]
+    blur = rng.random()
+    if blur < 0.25:
+        canvas = cv2.GaussianBlur(canvas, (0, 0), rng.uniform(0.5, 1.6))
+    elif blur < 0.45:
+        length = int(rng.integers(3, 10))
+        kernel = np.zeros((length, length), np.float32)
+        kernel[length // 2] = 1.0 / length
+        rot = cv2.getRotationMatrix2D((length / 2 - 0.5, length / 2 - 0.5), rng.uniform(0, 180), 1)
+        kernel = cv2.warpAffine(kernel, rot, (length, length))
+        canvas = cv2.filter2D(canvas, -1, kernel / max(float(kernel.sum()), 1e-6))
+    noise = np.empty((height, width, 3), np.float32)
+    cv2.randn(noise, 0.0, float(rng.uniform(1, 8)))
+    image = np.clip(canvas + noise, 0, 255).astype(np.uint8)
+    if rng.random() < 0.6:
+        quality = int(rng.integers(35, 95))
+        _, blob = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, quality])
+        image = cv2.imdecode(blob, cv2.IMREAD_COLOR)
+    return image
+
+
+def _pick_content(rng: Rng, content: Content) -> str:
+    if content != "mixed":
+        return content
+    names, weights = zip(*CONTENT_MIX, strict=True)
+    return str(rng.choice(names, p=weights))
+
+
+def _place_posters(
+    rng: Rng, canvas: FloatImage, split: Split, content: str
+) -> list[npt.NDArray[np.float32]]:
+    """Paste this scene's posters onto ``canvas``; return the ink corners of each 福."""
+    height, width = canvas.shape[:2]
+    glyphs = load_glyphs(split)
+    n_target = 1 + int(rng.random() < 0.2) + int(rng.random() < 0.05) if content == "fu" else 0
+    n_other = int(rng.choice(4, p=(0.35, 0.35, 0.2, 0.1)))
+    if content == "negative":
+        n_other = max(1, n_other)
+    kinds = [True] * n_target + [False] * (0 if content == "empty" else n_other)
+    taken: list[tuple[float, float, float, float]] = []
+    targets: list[npt.NDArray[np.float32]] = []
+    scale = min(width, height)
+    for is_target in kinds:
+        pool = glyphs.target if is_target else glyphs.negatives
+        mask = pool[rng.integers(len(pool))]
+        glyph_side = max(12, round(scale * np.exp(rng.uniform(np.log(0.1), np.log(0.75)))))
+        poster = _make_poster(rng, mask, glyph_side)
+        for _ in range(8):
+            corners = _placement(rng, poster.alpha.shape[0], width, height)
+            ink = _ink_box_in_scene(poster, corners)
+            box = _box_of(corners)
+            free = all(_overlap(box, other) < 0.15 for other in taken)
+            if free and _visible_fraction(_box_of(ink), width, height) >= MIN_VISIBLE:
+                _paste(canvas, poster, corners)
+                taken.append(box)
+                if is_target:
+                    targets.append(ink)
+                break
+    return targets
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
+    """Intersection over the smaller box's area."""
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    small = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
+    return ix * iy / small if small > 0 else 0.0
+
+
+def _clip_boxes(corner_sets: list[npt.NDArray[np.float32]], width: int, height: int) -> Boxes:
+    boxes = np.zeros((len(corner_sets), 4), np.float32)
+    for i, corners in enumerate(corner_sets):
+        boxes[i] = _box_of(corners)
+    boxes[:, 0::2] = boxes[:, 0::2].clip(0, width)
+    boxes[:, 1::2] = boxes[:, 1::2].clip(0, height)
+    return boxes
+
+
+def render_scene(
+    seed: int,
+    width: int = 320,
+    height: int = 240,
+    split: Split = "train",
+    content: Content = "mixed",
+) -> tuple[ImageBGR, Boxes]:
+    """One synthetic camera still and the boxes of every 福 in it.
+
+    Args:
+        seed: the scene is a pure function of the arguments.
+        width, height: image size in pixels.
+        split: "train" draws from training fonts and photos, "eval" from held-out ones.
+        content: "fu" holds at least one 福 poster, "negative" only posters of
+            look-alike or other festive characters, "empty" none, "mixed" a random one of these.
+
+    Returns:
+        ``(image, boxes)``: an ``height x width x 3`` BGR uint8 image and an
+        ``N x 4`` float32 array of 福 ink boxes ``(x0, y0, x1, y1)``.
+    """
+    rng = np.random.default_rng(seed)
+    canvas = _background(rng, split, width, height)
+    _clutter(rng, canvas, int(rng.integers(0, 6)))
+    targets = _place_posters(rng, canvas, split, _pick_content(rng, content))
+    if rng.random() < 0.2:
+        _clutter(rng, canvas, 1)  # may occlude a poster a little, like a hand or a door frame
+    return _degrade(rng, canvas), _clip_boxes(targets, width, height)
+
+
+def make_clip(
+    seed: int,
+    n_frames: int = 60,
+    fps: float = 30.0,
+    width: int = 640,
+    height: int = 480,
+    content: Content = "fu",
+) -> Clip:
+    """A short hand-held camera video of one scene, with the 福 boxes of every frame.
+
+    The camera shakes and drifts a little. With ``content="fu"`` or
+    ``"negative"`` the scene holds its poster(s) throughout; with ``"empty"``
+    no poster; with ``"mixed"`` the 福 poster is in view only during the middle
+    half of the clip (frames ``n_frames // 4`` to ``3 * n_frames // 4 - 1``)
+    and look-alike posters before and after. Boxes are ``N x 4`` float32 arrays.
+
+    Fast (about 10 ms a 640x480 frame) and deterministic by ``seed``.
+    """
+    rng = np.random.default_rng(seed)
+    margin = 0.06
+    big_w, big_h = round(width * (1 + 2 * margin)), round(height * (1 + 2 * margin))
+    split: Split = "eval"
+    base = _background(rng, split, big_w, big_h)
+    _clutter(rng, base, int(rng.integers(0, 4)))
+    if content == "mixed":
+        with_fu = base.copy()
+        targets = _place_posters(rng, with_fu, split, "fu")
+        without = base.copy()
+        _place_posters(rng, without, split, "negative")
+        views = [(without, []), (with_fu, targets)]
+    else:
+        targets = _place_posters(rng, base, split, content)
+        views = [(base, targets)]
+    ready = [(cv2.convertScaleAbs(v), t) for v, t in views]
+    first, last = n_frames // 4, 3 * n_frames // 4
+    drift = np.cumsum(rng.normal(0, 0.6, (n_frames, 3)), axis=0) / np.sqrt(fps / 30.0)
+    shake = rng.normal(0, 0.8, (n_frames, 3))
+    frames: list[ImageBGR] = []
+    boxes: list[Boxes] = []
+    noise = np.empty((height, width, 3), np.int16)
+    for i in range(n_frames):
+        image, corner_sets = ready[-1] if content != "mixed" or first <= i < last else ready[0]
+        dx, dy, rot = drift[i] + shake[i]
+        move = cv2.getRotationMatrix2D((big_w / 2, big_h / 2), rot * 0.3, 1.0)
+        move[:, 2] += (dx - margin * width, dy - margin * height)
+        frame = cv2.warpAffine(image, move, (width, height), borderMode=cv2.BORDER_REFLECT)
+        cv2.randn(noise, 0, 3)
+        frames.append(cv2.add(frame, noise, dtype=cv2.CV_8U))
+        moved = [cv2.transform(c[None], move)[0] for c in corner_sets]
+        boxes.append(_clip_boxes(moved, width, height))
+    return Clip(frames, boxes)

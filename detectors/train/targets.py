@@ -1,0 +1,79 @@
+"""Training targets for the dense head, and datasets of generated scenes with their targets.
+
+For every 福 box: a Gaussian bump on the stride-8 heat map, exactly 1 at the
+cell nearest the box centre; box-regression targets (ltrb distances from the
+cell centre, input pixels) with a weight equal to the bump's value, on cells
+where the bump is above ``BOX_CELL_MIN`` and the cell centre is inside the box.
+"""
+
+from __future__ import annotations
+
+from multiprocessing import Pool
+
+import numpy as np
+import numpy.typing as npt
+
+from detectors.synth.scenes import Boxes, Content, Split, render_scene
+from detectors.train.model import STRIDE
+
+BOX_CELL_MIN = 0.3
+SIGMA_FRACTION = 0.12
+"""Gaussian sigma as a fraction of the box side (in cells), at least half a cell."""
+
+Array = npt.NDArray[np.float32]
+
+
+def make_targets(boxes: Boxes, height: int, width: int) -> tuple[Array, Array, Array]:
+    """Heat map ``(h, w)``, box targets ``(4, h, w)`` and box weights ``(h, w)`` for ``boxes``."""
+    h, w = -(-height // STRIDE), -(-width // STRIDE)
+    heat = np.zeros((h, w), np.float32)
+    ltrb = np.zeros((4, h, w), np.float32)
+    weight = np.zeros((h, w), np.float32)
+    cx = (np.arange(w, dtype=np.float32) + 0.5) * STRIDE
+    cy = (np.arange(h, dtype=np.float32) + 0.5) * STRIDE
+    for x0, y0, x1, y1 in boxes:
+        if x1 - x0 < 2 or y1 - y0 < 2:
+            continue
+        mx, my = (x0 + x1) / 2, (y0 + y1) / 2
+        sx = max(0.5, SIGMA_FRACTION * (x1 - x0) / STRIDE) * STRIDE
+        sy = max(0.5, SIGMA_FRACTION * (y1 - y0) / STRIDE) * STRIDE
+        bump = np.exp(
+            -((cx[None] - mx) ** 2) / (2 * sx**2) - ((cy[:, None] - my) ** 2) / (2 * sy**2)
+        )
+        peak_y = min(h - 1, int(my // STRIDE))
+        peak_x = min(w - 1, int(mx // STRIDE))
+        bump[peak_y, peak_x] = 1.0
+        heat = np.maximum(heat, bump)
+        inside = (cx[None] > x0) & (cx[None] < x1) & (cy[:, None] > y0) & (cy[:, None] < y1)
+        inside[peak_y, peak_x] = True
+        take = inside & (bump >= BOX_CELL_MIN) & (bump > weight)
+        weight[take] = bump[take]
+        gx, gy = np.broadcast_to(cx[None], (h, w)), np.broadcast_to(cy[:, None], (h, w))
+        for plane, value in zip(ltrb, (gx - x0, gy - y0, x1 - gx, y1 - gy), strict=True):
+            plane[take] = value[take]
+    return heat, ltrb, weight
+
+
+def _sample(args: tuple[int, int, int, Split, Content]) -> tuple[npt.NDArray[np.uint8], Array]:
+    seed, width, height, split, content = args
+    image, boxes = render_scene(seed, width, height, split, content)
+    heat, ltrb, weight = make_targets(boxes, height, width)
+    rgb = np.ascontiguousarray(image[:, :, ::-1].transpose(2, 0, 1))
+    return rgb, np.concatenate([heat[None], ltrb, weight[None]])
+
+
+def generate(
+    seeds: range, width: int, height: int, split: Split = "train", workers: int = 1
+) -> tuple[npt.NDArray[np.uint8], Array]:
+    """Scenes for ``seeds`` as ``(N, 3, H, W)`` RGB uint8 and targets ``(N, 6, H/8, W/8)``.
+
+    Target channels: heat, l, t, r, b, box weight.
+    """
+    jobs = [(s, width, height, split, "mixed") for s in seeds]
+    if workers > 1:
+        with Pool(workers) as pool:
+            results = pool.map(_sample, jobs, chunksize=64)
+    else:
+        results = [_sample(j) for j in jobs]
+    images = np.stack([r[0] for r in results])
+    return images, np.stack([r[1] for r in results])

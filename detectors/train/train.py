@@ -1,0 +1,197 @@
+"""Train the slimmable 福 supernet on generated scenes (all tiers at once).
+
+Every step follows the sandwich rule over the three tiers: the widest learns
+from the labels, the narrower ones from the labels and from the widest's
+outputs (in-place distillation). Each tier keeps its own batch-norm statistics.
+
+GPU:  python -m detectors.train.train --device cuda --images 120000 --minutes 5 --workers 16
+CPU:  python -m detectors.train.train --device cpu --images 4000 --minutes 60 --workers 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from detectors.train.model import BOX_SCALE, STRIDE, TIERS, FuNet
+from detectors.train.targets import generate
+
+KD_WEIGHT = 1.0
+GIOU_WEIGHT = 2.0
+L1_WEIGHT = 0.2
+
+
+def focal_loss(logits: torch.Tensor, heat: torch.Tensor) -> torch.Tensor:
+    """CenterNet's penalty-reduced focal loss, normalised by the number of peaks."""
+    pos = heat.ge(0.999).float()
+    p = torch.sigmoid(logits)
+    pos_loss = -F.logsigmoid(logits) * (1 - p) ** 2 * pos
+    neg_loss = -F.logsigmoid(-logits) * p**2 * (1 - heat) ** 4 * (1 - pos)
+    return (pos_loss.sum() + neg_loss.sum()) / pos.sum().clamp(min=1)
+
+
+def giou_loss(pred: torch.Tensor, target: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """Weighted 1 - GIoU of ltrb boxes that share their cell centre; all in pixels."""
+    pl, pt, pr, pb = pred.unbind(1)
+    tl, tt, tr, tb = target.unbind(1)
+    inter = (torch.min(pl, tl) + torch.min(pr, tr)).clamp(min=0) * (
+        torch.min(pt, tt) + torch.min(pb, tb)
+    ).clamp(min=0)
+    union = (pl + pr) * (pt + pb) + (tl + tr) * (tt + tb) - inter
+    hull = (torch.max(pl, tl) + torch.max(pr, tr)) * (torch.max(pt, tt) + torch.max(pb, tb))
+    giou = inter / union.clamp(min=1e-6) - (hull - union) / hull.clamp(min=1e-6)
+    return ((1 - giou) * weight).sum() / weight.sum().clamp(min=1)
+
+
+def detection_loss(heat: torch.Tensor, box: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Loss of raw outputs against targets (channels heat, l, t, r, b, weight)."""
+    weight = targets[:, 5]
+    pixels = F.relu(box) * BOX_SCALE
+    l1 = ((box - targets[:, 1:5] / BOX_SCALE).abs().sum(1) * weight).sum() / weight.sum().clamp(
+        min=1
+    )
+    return (
+        focal_loss(heat[:, 0], targets[:, 0])
+        + GIOU_WEIGHT * giou_loss(pixels, targets[:, 1:5], weight)
+        + L1_WEIGHT * l1
+    )
+
+
+def distill_loss(
+    heat: torch.Tensor,
+    box: torch.Tensor,
+    teacher: tuple[torch.Tensor, torch.Tensor],
+    targets: torch.Tensor,
+) -> torch.Tensor:
+    """The student's distance from the widest tier's (detached) outputs."""
+    t_heat, t_box = (t.detach() for t in teacher)
+    peaks = targets[:, 0].ge(0.999).float().sum().clamp(min=1)
+    heat_kd = (
+        F.binary_cross_entropy_with_logits(heat, torch.sigmoid(t_heat), reduction="sum") / peaks
+    )
+    weight = targets[:, 5:6]
+    box_kd = ((box - t_box).abs() * weight).sum() / weight.sum().clamp(min=1)
+    return heat_kd + box_kd
+
+
+def augment(images: torch.Tensor) -> torch.Tensor:
+    """uint8 NCHW RGB to float in [0, 1], with per-image brightness, contrast and greyness."""
+    x = images.float() / 255
+    n = x.shape[0]
+    contrast = torch.empty(n, 1, 1, 1, device=x.device).uniform_(0.7, 1.3)
+    bright = torch.empty(n, 1, 1, 1, device=x.device).uniform_(-0.12, 0.12)
+    mean = x.mean(dim=(1, 2, 3), keepdim=True)
+    x = (x - mean) * contrast + mean + bright
+    grey = torch.rand(n, 1, 1, 1, device=x.device) < 0.1
+    x = torch.where(grey, x.mean(1, keepdim=True).expand_as(x), x)
+    return x.clamp(0, 1)
+
+
+def train(args: argparse.Namespace) -> None:
+    device = torch.device(args.device)
+    torch.manual_seed(args.seed)
+    start = time.time()
+    images_np, targets_np = generate(
+        range(args.seed, args.seed + args.images), args.width, args.height, "train", args.workers
+    )
+    val_np = generate(range(10**9, 10**9 + args.val), args.width, args.height, "eval", args.workers)
+    print(f"generated {len(images_np)} + {len(val_np[0])} scenes in {time.time() - start:.0f}s")
+    images = torch.from_numpy(images_np).to(device)
+    targets = torch.from_numpy(targets_np).to(device)
+    val = [torch.from_numpy(a).to(device) for a in val_np]
+    assert targets.shape[-1] == -(-args.width // STRIDE)
+
+    model = FuNet().to(device).to(memory_format=torch.channels_last)
+    optim = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    use_amp = device.type == "cuda"
+    budget = args.minutes * 60
+    train_start = time.time()
+    step = 0
+    progress = 0.0
+    while progress < 1.0:
+        progress = max(step / args.max_steps, (time.time() - train_start) / budget)
+        warm = min(1.0, (step + 1) / args.warmup)
+        lr = args.lr * warm * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+        for group in optim.param_groups:
+            group["lr"] = lr
+        idx = torch.randint(0, len(images), (args.batch,), device=device)
+        x = augment(images[idx]).contiguous(memory_format=torch.channels_last)
+        y = targets[idx]
+        optim.zero_grad(set_to_none=True)
+        losses = {}
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
+            model.set_tier("l")
+            teacher = model(x)
+            loss = detection_loss(*(t.float() for t in teacher), y)
+            losses["l"] = loss.item() if step % 100 == 0 else 0.0
+            for tier in ("m", "s"):
+                model.set_tier(tier)
+                heat, box = (t.float() for t in model(x))
+                tier_loss = detection_loss(heat, box, y) + KD_WEIGHT * distill_loss(
+                    heat, box, (teacher[0].float(), teacher[1].float()), y
+                )
+                loss = loss + tier_loss
+                losses[tier] = tier_loss.item() if step % 100 == 0 else 0.0
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+        optim.step()
+        if step % 100 == 0:
+            shown = " ".join(f"{k}={v:.3f}" for k, v in losses.items())
+            print(f"step {step} {time.time() - train_start:.0f}s lr={lr:.5f} {shown}", flush=True)
+        if step % 1000 == 0 or progress >= 1.0:
+            print(f"  val {evaluate_loss(model, val)}", flush=True)
+        step += 1
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.set_tier("l")
+    torch.save(
+        {"model": model.state_dict(), "args": vars(args), "steps": step}, out / "supernet.pt"
+    )
+    print(f"saved {out / 'supernet.pt'} after {step} steps, {time.time() - start:.0f}s in all")
+
+
+@torch.no_grad()
+def evaluate_loss(model: FuNet, val: list[torch.Tensor]) -> dict[str, float]:
+    """Detection loss of each tier on held-out scenes (BN in eval mode)."""
+    model.eval()
+    result = {}
+    for tier in TIERS:
+        model.set_tier(tier)
+        total = 0.0
+        for i in range(0, len(val[0]), 256):
+            x = (val[0][i : i + 256].float() / 255).contiguous(memory_format=torch.channels_last)
+            heat, box = model(x)
+            total += detection_loss(heat.float(), box.float(), val[1][i : i + 256]).item()
+        result[tier] = round(total / math.ceil(len(val[0]) / 256), 4)
+    model.train()
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--out", default="build/detector")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--images", type=int, default=120_000)
+    parser.add_argument("--val", type=int, default=2000)
+    parser.add_argument("--width", type=int, default=320)
+    parser.add_argument("--height", type=int, default=240)
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--weight-decay", type=float, default=5e-4)
+    parser.add_argument("--warmup", type=int, default=300)
+    parser.add_argument("--max-steps", type=int, default=30_000)
+    parser.add_argument("--minutes", type=float, default=5.0, help="training time budget")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    train(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()
