@@ -13,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from hw_sim import PROFILES
 from stream.admission import Admission, ServerConfig, guard_middleware
-from stream.pipelines import Pipelines
+from stream.pipelines import Pipelines, SessionOptions
 from stream.tls import DEFAULT_TLS_DIR, lan_addresses, self_signed_certificate, server_context
 from stream.webrtc import WebRtcGateway
 from stream.ws_api import WebsocketApi
@@ -37,12 +37,13 @@ def build_app(pipelines: Pipelines, config: ServerConfig | None = None) -> web.A
         return web.FileResponse(WEB_ROOT / "index.html")
 
     async def profiles(_: web.Request) -> web.Response:
-        return web.json_response(
-            [
-                {"name": p.name, "tier": p.tier, "default": p.name == default_profile}
-                for p in PROFILES.values()
-            ]
-        )
+        listed = []
+        for name in PROFILES:
+            simulator, _detector = pipelines.simulator_for(SessionOptions(profile=name))
+            listed.append(
+                {"name": name, "tier": simulator.tier, "default": name == default_profile}
+            )
+        return web.json_response(listed)
 
     async def metrics_page(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ pytestmark = pytest.mark.browser
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CLIP_FPS = 15
+Results = list[dict]
 
 
 def clip_file(tmp_path: Path, content: str, seed: int) -> Path:
@@ -24,12 +27,12 @@ def clip_file(tmp_path: Path, content: str, seed: int) -> Path:
     return path
 
 
-def scan_results(page: Page) -> list[dict]:
-    return page.evaluate("window.scanResults")
-
-
-def scan_in_browser(url: str, clip: Path, until, limit_s: float = 45.0) -> list[dict]:
-    """Open the demo with ``clip`` as camera; return ``window.scanResults`` once ``until`` holds."""
+@contextlib.contextmanager
+def demo_page(
+    url: str, clip: Path, prepare: Callable[[Page], None] = lambda page: None
+) -> Iterator[Page]:
+    """The demo page at ``url`` in headless Chromium whose camera plays ``clip``; ``prepare``
+    runs before the page loads (e.g. to intercept requests)."""
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=CHROMIUM,
@@ -43,35 +46,67 @@ def scan_in_browser(url: str, clip: Path, until, limit_s: float = 45.0) -> list[
         )
         try:
             page = browser.new_page()
-            page.goto(url + "/?autostart")
-            deadline = time.monotonic() + limit_s
-            while not until(results := scan_results(page)):
-                status = page.text_content("#status")
-                assert time.monotonic() < deadline, f"gave up; page status: {status}"
-                page.wait_for_timeout(250)
-            return results
+            prepare(page)
+            page.goto(url)
+            yield page
         finally:
             browser.close()
 
 
-def recognized(results: list[dict]) -> list[dict]:
+def wait_for(page: Page, until: Callable[[Results], bool], limit_s: float = 45.0) -> Results:
+    """``window.scanResults`` once ``until`` holds for it (bounded)."""
+    deadline = time.monotonic() + limit_s
+    while not until(results := page.evaluate("window.scanResults")):
+        status = page.text_content("#status")
+        assert time.monotonic() < deadline, f"gave up; page status: {status}"
+        page.wait_for_timeout(250)
+    return results
+
+
+def recognized(results: Results) -> Results:
     return [m for m in results if m["type"] == "event" and m["event"] == "recognized"]
 
 
+def frames(results: Results) -> Results:
+    return [m for m in results if m["type"] == "frame"]
+
+
 def test_a_clip_with_fu_is_recognized_in_the_browser(live_server, tmp_path):
-    results = scan_in_browser(live_server, clip_file(tmp_path, "fu", seed=7), until=recognized)
+    with demo_page(live_server + "/?autostart", clip_file(tmp_path, "fu", seed=7)) as page:
+        results = wait_for(page, recognized)
+        assert page.is_visible("#banner")
+        assert page.text_content("#stat-transport") == "WebRTC"
     event = recognized(results)[0]
     assert event["label"] == "fu"
-    frames = [m for m in results if m["type"] == "frame"]
-    assert frames and frames[-1]["device"]["profile"]
-    assert any(d["track"] == event["track"] for m in frames for d in m["detections"])
+    assert any(d["track"] == event["track"] for m in frames(results) for d in m["detections"])
 
 
 def test_a_clip_without_fu_is_never_recognized(live_server, tmp_path):
     enough = 60  # processed frames: more than four loops of the clip's look-alike posters
-    results = scan_in_browser(
-        live_server,
-        clip_file(tmp_path, "negative", seed=8),
-        until=lambda r: sum(m["type"] == "frame" for m in r) >= enough,
-    )
+    with demo_page(live_server + "/?autostart", clip_file(tmp_path, "negative", seed=8)) as page:
+        results = wait_for(page, lambda r: len(frames(r)) >= enough)
     assert recognized(results) == []
+
+
+def test_switching_the_device_profile_starts_a_session_on_that_profile(live_server, tmp_path):
+    clip = clip_file(tmp_path, "fu", seed=9)
+    with demo_page(live_server + "/?autostart&profile=low", clip) as page:
+        first = wait_for(page, lambda r: len(frames(r)) >= 3)
+        assert {m["device"]["profile"] for m in frames(first)} == {"low"}
+        page.select_option("#profile", "high")
+        later = wait_for(page, lambda r: frames(r)[-1]["device"]["profile"] == "high")
+        assert page.text_content("#stat-tier").startswith("high / ")
+    low_latency = frames(first)[-1]["device"]["latency_ms"]
+    high_latency = frames(later)[-1]["device"]["latency_ms"]
+    assert high_latency < low_latency  # the flagship is emulated faster than the ¥600 phone
+
+
+def test_when_webrtc_cannot_connect_the_page_falls_back_to_the_websocket(live_server, tmp_path):
+    def break_signalling(page: Page) -> None:  # as behind a proxy that only passes websockets
+        page.route("**/offer", lambda route: route.abort("connectionrefused"))
+
+    clip = clip_file(tmp_path, "fu", seed=7)
+    with demo_page(live_server + "/?autostart", clip, break_signalling) as page:
+        results = wait_for(page, recognized, limit_s=60)
+        assert page.text_content("#stat-transport") == "websocket"
+    assert frames(results)
