@@ -182,19 +182,11 @@ class Session:
             self._check_idle()
 
     def _enqueue(self, starts: list[Start[PendingFrame]]) -> None:
-        for start in starts:
-            if self._realtime and self._starts:
-                # The host is behind the emulated phone: keep only the newest start.
-                self._starts.popleft()
-                self.host_behind += 1
-                if self.host_behind == 1:
-                    log.warning(
-                        "host behind emulated profile %r: frames dropped, timing is the host's",
-                        self.simulator.profile.name,
-                    )
-            self._starts.append(start)
+        self._starts.extend(starts)
         if starts:
             self._wake.set()
+            if self._realtime and self._origin is not None:
+                self._skip_overdue(asyncio.get_running_loop().time() - self._origin)
 
     def _check_idle(self) -> None:
         if self._timeline is None:
@@ -228,8 +220,27 @@ class Session:
                 self._enqueue(self._timeline.advance(due))
         if self._closed:
             return None
+        if self._realtime and self._origin is not None:
+            self._skip_overdue(loop.time() - self._origin)
         start = self._starts.popleft()
         return start.frame, start
+
+    def _skip_overdue(self, now: float) -> None:
+        """Drop queued starts the phone would have finished before media time ``now``
+        (with ``arrival_grace`` to spare), but keep the newest.
+
+        Only a host slower than the emulated phone leaves such starts; then
+        timing is the host's, not the phone's, and a warning says so. This
+        keeps the queue at a few starts whatever the host's speed.
+        """
+        while len(self._starts) > 1 and self._starts[0].finish + self._grace < now:
+            self._starts.popleft()
+            self.host_behind += 1
+            if self.host_behind == 1:
+                log.warning(
+                    "host behind emulated profile %r: frames dropped, timing is the host's",
+                    self.simulator.profile.name,
+                )
 
     async def _wait_for_device(
         self, done: ProcessedFrame, start: Start[PendingFrame] | None

@@ -148,6 +148,37 @@ def test_host_slower_than_the_phone_is_counted():
     assert run_virtual(main).host_slower == 1
 
 
+def test_a_host_behind_the_phone_skips_overdue_frames_in_real_time():
+    class StallingDetector(RedSquareDetector):
+        """Takes 200 ms of the (virtual) clock per frame: far slower than the phone."""
+
+        def detect(self, image):
+            asyncio.get_event_loop()._virtual_now += 0.2
+            return super().detect(image)
+
+    async def main():
+        async def send(message):
+            pass
+
+        simulator = DeviceSimulator(phone(gop_s=1000.0, jitter=0.0), MODEL)  # 6 ms a frame
+        session = Session(StallingDetector("s"), KOfNVoter(), simulator, send, InlineExecutor())
+        runner = asyncio.create_task(session.run())
+        loop = asyncio.get_running_loop()
+        for t, image in clip():
+            await asyncio.sleep(max(0.0, t - loop.time()))
+            session.submit(lambda image=image: image, t)
+            assert len(session._starts) <= 2
+        session.flush()
+        await session.wait_idle()
+        session.close()
+        await runner
+        return session
+
+    session = run_virtual(main)
+    assert session.host_behind > 0
+    assert session.processed + session.dropped == 60
+
+
 @pytest.mark.parametrize(
     ("profile", "tier", "expected"),
     [("low", None, "s"), ("high", None, "l"), ("high", "s", "s"), ("host", None, "l")],

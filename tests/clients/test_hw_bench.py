@@ -1,0 +1,97 @@
+"""eval-hw and profiles tables, on a red-square stand-in detector and a virtual clock."""
+
+import numpy as np
+import pytest
+from fakes import RedSquareDetector, red_square_frame
+from virtual_time import InlineExecutor, run_virtual
+
+from clients.hw_bench import (
+    EvalClip,
+    check_pace,
+    evaluate,
+    format_eval,
+    format_pace,
+    format_profiles,
+    profile_rows,
+)
+from hw_sim import ModelSpec
+from stream.pipelines import Pipelines
+
+SPECS = [
+    ModelSpec(tier, precision, macs)
+    for tier, macs in (("s", 80_000_000), ("l", 300_000_000))
+    for precision in ("int8", "fp32")
+]
+SQUARE_BOX = np.array([[106, 80, 161, 121]], np.float32)  # red_square_frame's square
+
+
+def square_clip(n=60, fps=30.0, visible=range(15, 45)):
+    frames = [red_square_frame(square=i in visible) for i in range(n)]
+    boxes = [SQUARE_BOX if i in visible else np.zeros((0, 4), np.float32) for i in range(n)]
+    return EvalClip("square", frames, boxes, fps)
+
+
+def empty_clip(n=60):
+    return EvalClip("empty", [red_square_frame(square=False)] * n, [np.zeros((0, 4))] * n, 30.0)
+
+
+@pytest.fixture
+def pipelines():
+    detectors = {(s.tier, s.precision): RedSquareDetector(s.tier) for s in SPECS}
+    made = Pipelines(
+        {"s": detectors["s", "int8"], "l": detectors["l", "int8"]},
+        workers=1,
+        models=[(s, detectors[s.tier, s.precision]) for s in SPECS],
+    )
+    made.executor.shutdown()
+    made.executor = InlineExecutor()
+    return made
+
+
+def test_eval_scores_what_a_user_sees_per_profile(pipelines):
+    clips = [square_clip(), empty_clip()]
+    rows, _ = run_virtual(lambda: evaluate(pipelines, ["host", "low", "high"], clips))
+    by_name = {r.profile: r for r in rows}
+    assert by_name["host"].processed_fps == pytest.approx(30.0)
+    assert by_name["low"].processed_fps == pytest.approx(24.0)  # the 24 fps camera
+    assert by_name["low"].camera_skipped == 24
+    assert by_name["low"].tier == "s" and by_name["high"].tier == "l"
+    for row in rows:
+        assert row.recall == 1.0 and row.precision == 1.0
+        assert row.ttr_median is not None and 0 < row.ttr_median < 0.5
+    assert by_name["low"].latency_p50 > by_name["high"].latency_p50
+    table = format_eval(rows)
+    assert table.splitlines()[0].startswith("| profile") and "| low " in table
+
+
+def test_pace_check_in_real_time_matches_the_emulated_latency(pipelines):
+    clip = square_clip()
+
+    (row,) = run_virtual(lambda: check_pace(pipelines, ["host", "low"], clip, 0))  # host: no
+    assert row.same_as_fast
+    assert row.frames > 0
+    assert row.measured_p50 == pytest.approx(row.emulated_p50, abs=0.1)
+    assert row.emulated_p50 == pytest.approx(row.nominal, rel=0.2)
+    assert row.interval_p50 is None  # s keeps up with the camera: never back to back
+    assert "| low " in format_pace([row])
+
+
+def test_a_tier_slower_than_the_camera_shows_its_latency_as_frame_interval(pipelines):
+    (row,) = run_virtual(lambda: check_pace(pipelines, ["low"], square_clip(), 0, tier="l"))
+    assert row.profile == "low (l, fp32)"
+    assert row.same_as_fast
+    assert row.interval_p50 == pytest.approx(row.emulated_p50, rel=0.05)
+
+
+def test_profile_rows_list_tier_and_latency_per_profile():
+    rows = {r.profile.name: r for r in profile_rows(SPECS)}
+    assert rows["host"].spec.tier == "l" and rows["host"].cold_ms is None
+    assert rows["low"].spec == ModelSpec("s", "fp32", 80_000_000)
+    assert rows["low"].cold_ms == pytest.approx(12.0 + 160 / 12.2, abs=0.01)
+    assert rows["high"].sustained_ms > rows["high"].cold_ms  # the flagship throttles
+    assert rows["low"].p95_ms > rows["low"].p50_ms
+    assert "| low " in format_profiles(list(rows.values()))
+
+
+def test_profile_rows_without_cards_say_so():
+    assert {r.reason for r in profile_rows([])} == {"no model cards"}
