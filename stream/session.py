@@ -21,7 +21,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 
 from detectors.core import Detections, Detector, ImageBGR
-from hw_sim import DeviceSimulator, DeviceTimeline, Start
+from hw_sim import DeviceSimulator, DeviceTimeline, Start, camera_view, to_received
 from stream.slot import LatestFrameSlot
 from voting import Voter, VoteUpdate
 
@@ -266,7 +266,8 @@ class Session:
         """Decode and detect; runs in the executor."""
         started = time.perf_counter()
         image = pending.decode()
-        detections = self.detector.detect(image)
+        view, scale = camera_view(self.simulator.profile, image)
+        detections = to_received(self.detector.detect(view), scale)
         return ProcessedFrame(
             pending, image.shape[1], image.shape[0], detections, time.perf_counter() - started
         )

@@ -214,3 +214,40 @@ def test_detectors_without_cards_emulate_only_the_fixed_per_frame_cost():
         assert simulator.device().nominal_latency == pytest.approx(0.012)
     finally:
         pipelines.shutdown()
+
+
+def test_frames_larger_than_the_camera_are_detected_at_camera_size_boxes_as_received():
+    small_camera = DeviceProfile("cam", int8_gop_s=10.0, camera_width=320, camera_height=240)
+    seen = []
+
+    class Recording(RedSquareDetector):
+        def detect(self, image):
+            seen.append(image.shape)
+            return super().detect(image)
+
+    async def main():
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        session = Session(
+            Recording("s"),
+            KOfNVoter(),
+            DeviceSimulator(small_camera, MODEL),
+            send,
+            InlineExecutor(),
+        )
+        runner = asyncio.create_task(session.run())
+        session.submit(lambda: red_square_frame(640, 480), 0.0)
+        session.flush()
+        await session.wait_idle()
+        session.close()
+        await runner
+        return sent
+
+    (frame,) = run_virtual(main)
+    assert seen == [(240, 320, 3)]
+    assert (frame["width"], frame["height"]) == (640, 480)
+    box = frame["detections"][0]["box"] if frame["detections"] else None
+    assert box == pytest.approx([213, 160, 321, 241], abs=3)

@@ -1,0 +1,33 @@
+import numpy as np
+import pytest
+
+from detectors.core import Detection, Detections
+from hw_sim import DeviceProfile, camera_scale, camera_view, to_received
+
+VGA = DeviceProfile("p", camera_width=640, camera_height=480)
+
+
+@pytest.mark.parametrize(
+    ("profile", "size", "scale"),
+    [
+        (VGA, (640, 480), 1.0),
+        (VGA, (320, 240), 1.0),  # never upscaled
+        (VGA, (1280, 960), 0.5),
+        (VGA, (960, 1280), 0.5),  # portrait fits a landscape camera turned
+        (VGA, (1920, 1080), 1 / 3),  # the long side limits
+        (VGA, (1000, 1000), 0.48),  # the short side limits
+        (DeviceProfile("host"), (4000, 3000), 1.0),  # no camera: as received
+    ],
+)
+def test_frames_larger_than_the_camera_are_scaled_down(profile, size, scale):
+    assert camera_scale(profile, *size) == pytest.approx(scale)
+
+
+def test_camera_view_and_boxes_back_in_received_pixels():
+    image = np.zeros((960, 1280, 3), np.uint8)
+    view, scale = camera_view(VGA, image)
+    assert view.shape == (480, 640, 3) and view.dtype == np.uint8 and scale == 0.5
+    found = Detections((Detection("fu", 0.9, (10.0, 20.0, 30.0, 40.0)),))
+    assert to_received(found, scale).items[0].box == (20.0, 40.0, 60.0, 80.0)
+    assert to_received(found, 1.0) is found
+    assert camera_view(VGA, view)[0] is view
