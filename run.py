@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from clients.loadtest import add_arguments as loadtest_arguments
+from clients.replay import add_arguments as replay_arguments
 from stream.admission import ServerConfig
 
 
@@ -54,17 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     serve.add_argument("--ice-timeout", type=float, default=limits.ice_timeout_s)
 
-    replay = sub.add_parser("replay", help="run a recorded video through the session pipeline")
-    replay.add_argument("video")
-    replay.add_argument("--profile", default="host")
-    replay.add_argument("--jsonl", default="-", help="output path, '-' for stdout")
-    replay.add_argument(
-        "--fast",
-        action="store_true",
-        help="as fast as the host allows: same frames and events as real time (same --seed)",
-    )
-    replay.add_argument("--seed", type=int, default=0, help="seed of the emulated latency jitter")
-    replay.add_argument("--tier", default=None, help="model tier (default: the profile's choice)")
+    replay = sub.add_parser("replay", help="run recorded videos through the session pipeline")
+    replay_arguments(replay)
 
     client = sub.add_parser("client", help="stream a webcam, video or image folder to a server")
     client.add_argument("source", help="video file, folder of images, or webcam index (0)")
@@ -92,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     eval_hw.add_argument("--frames", type=int, default=90)
     eval_hw.add_argument("--fps", type=float, default=30.0)
     eval_hw.add_argument("--seed", type=int, default=0)
+    eval_hw.add_argument("--tier", default=None, help="force this tier on every profile")
     eval_hw.add_argument(
         "--realtime", action="store_true", help="also check the real-time pace against the profile"
     )
@@ -128,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "replay":
         from clients.replay import replay_main
 
-        return replay_main(args.video, args.profile, args.jsonl, args.fast, args.seed, args.tier)
+        return replay_main(args)
     if args.command == "client":
         from clients.ws_client import client_main
 
@@ -153,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             args.fps,
             args.seed,
             args.realtime,
+            args.tier,
         )
     parser.error(f"unknown command {args.command}")
     return 2

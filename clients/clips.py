@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from pathlib import Path
 
@@ -22,12 +23,17 @@ def write_y4m(frames: Sequence[ImageBGR], path: Path, fps: int) -> None:
             out.write(cv2.cvtColor(frame, cv2.COLOR_BGR2YUV_I420).tobytes())
 
 
-def write_video(frames: Sequence[ImageBGR], path: Path, fps: int, codec: str = "libx264") -> None:
-    """Encode ``frames`` into any container PyAV/FFmpeg writes (by ``path``'s suffix)."""
-    height, width = frames[0].shape[:2]
+def write_video(frames: Iterable[ImageBGR], path: Path, fps: float, codec: str = "libx264") -> None:
+    """Encode ``frames`` (streamed, all of one size) into any container PyAV/FFmpeg writes,
+    chosen by ``path``'s suffix."""
+    frames = iter(frames)
+    first = next(frames, None)
+    if first is None:
+        raise ValueError("no frames to write")
     with av.open(str(path), "w") as container:
-        stream = container.add_stream(codec, rate=Fraction(fps))
-        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-        for frame in frames:
+        stream = container.add_stream(codec, rate=Fraction(fps).limit_denominator(1001))
+        stream.height, stream.width = first.shape[:2]
+        stream.pix_fmt = "yuv420p"
+        for frame in itertools.chain([first], frames):
             container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="bgr24")))
         container.mux(stream.encode(None))

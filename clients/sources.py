@@ -81,3 +81,31 @@ def bgr_frames(source: str, fps: float = 15.0) -> Iterator[tuple[float, ImageBGR
     if not path.exists():
         raise SourceError(f"no such file: {source}")
     return ((t, frame.to_ndarray(format="bgr24")) for t, frame in video_frames(source))
+
+
+def frame_count(source: str) -> int | None:
+    """Number of frames in ``source`` if its container or folder says, else ``None``."""
+    path = Path(source)
+    if path.is_dir():
+        return sum(1 for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    if path.is_file():
+        try:
+            with av.open(source) as container:
+                count = container.streams.video[0].frames if container.streams.video else 0
+        except (av.FFmpegError, OSError):
+            return None
+        return int(count) or None
+    return None
+
+
+def source_rate(source: str, default: float) -> float:
+    """Average frame rate of a video file; ``default`` for folders, webcams and unknowns."""
+    if Path(source).is_file():
+        try:
+            with av.open(source) as container:
+                rate = container.streams.video[0].average_rate if container.streams.video else None
+        except (av.FFmpegError, OSError):
+            return default
+        if rate:
+            return float(rate)
+    return default
