@@ -296,12 +296,16 @@ def summarize(profile: str, runs: Sequence[ClipRun]) -> EvalRow:
 
 
 async def evaluate(
-    pipelines: Pipelines, profiles: Sequence[str], clips: Sequence[EvalClip], seed: int = 0
+    pipelines: Pipelines,
+    profiles: Sequence[str],
+    clips: Sequence[EvalClip],
+    seed: int = 0,
+    tier: str | None = None,
 ) -> tuple[list[EvalRow], dict[str, list[ClipRun]]]:
-    """Every clip through a fast (virtual-clock) session per profile."""
+    """Every clip through a fast session per profile (``tier`` overrides the profile's)."""
     rows, runs = [], {}
     for name in profiles:
-        options = SessionOptions(name, seed=seed)
+        options = SessionOptions(name, tier, seed)
         runs[name] = [await run_clip(pipelines, options, clip, realtime=False) for clip in clips]
         rows.append(summarize(name, runs[name]))
     return rows, runs
@@ -464,7 +468,13 @@ def _with_host(row: ProfileRow, host_ms: float) -> ProfileRow:
 
 
 def eval_hw_main(
-    profiles: Sequence[str], clips: int, frames: int, fps: float, seed: int, realtime: bool
+    profiles: Sequence[str],
+    clips: int,
+    frames: int,
+    fps: float,
+    seed: int,
+    realtime: bool,
+    tier: str | None = None,
 ) -> int:
     unknown = [p for p in profiles if p not in PROFILES]
     if unknown:
@@ -475,9 +485,11 @@ def eval_hw_main(
         made = synth_clips(clips, frames, fps, seed)
         print(
             f"{len(made)} clips ({clips} with 福 in view mid-clip, {clips} look-alikes only), "
-            f"{frames} frames at {fps:g} fps, 640x480, seed {seed}; fast mode\n"
+            f"{frames} frames at {fps:g} fps, 640x480, seed {seed}; fast mode"
+            + (f"; tier {tier} forced" if tier else "")
+            + "\n"
         )
-        rows, _ = asyncio.run(evaluate(pipelines, profiles, made, seed))
+        rows, _ = asyncio.run(evaluate(pipelines, profiles, made, seed, tier))
         print(format_eval(rows))
         if realtime:
             print(f"\nreal time vs fast, clip {made[0].name}: frame pace vs emulated latency")
