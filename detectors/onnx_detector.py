@@ -53,10 +53,9 @@ def letterbox(image: ImageBGR, card: ModelCard) -> tuple[npt.NDArray[np.float32]
     canvas[pad_y : pad_y + nh, pad_x : pad_x + nw] = cv2.resize(
         image, (nw, nh), interpolation=interpolation
     )
-    if spec.color == "RGB":
-        canvas = canvas[:, :, ::-1]
-    tensor = (canvas.transpose(2, 0, 1)[None].astype(np.float32)) * np.float32(spec.scale)
-    return np.ascontiguousarray(tensor), Letterbox(scale, pad_x, pad_y)
+    # One pass in C (channel swap, HWC -> NCHW, scale to float) instead of numpy's three.
+    tensor = cv2.dnn.blobFromImage(canvas, spec.scale, swapRB=spec.color == "RGB")
+    return np.asarray(tensor, np.float32), Letterbox(scale, pad_x, pad_y)
 
 
 def decode(
@@ -105,16 +104,34 @@ class OnnxDetector:
     def tier(self) -> str:
         return self.card.tier
 
-    def detect(self, image: ImageBGR) -> Detections:
-        tensor, box_map = letterbox(image, self.card)
+    def infer(
+        self, tensor: npt.NDArray[np.float32]
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        """The network alone: heat map and box outputs for a :func:`letterbox` tensor."""
         heatmap, boxes = self._session.run(self._outputs, {self.card.input.name: tensor})
-        h, w = image.shape[:2]
+        return heatmap, boxes
+
+    def detections(
+        self,
+        heatmap: npt.NDArray[np.float32],
+        boxes: npt.NDArray[np.float32],
+        box_map: Letterbox,
+        width: int,
+        height: int,
+    ) -> Detections:
+        """The network's outputs as :class:`Detections` in pixels of a ``width x height`` frame."""
         found = [
-            Detection(self.card.classes[cls], score, box_map.to_frame(box, w, h))
+            Detection(self.card.classes[cls], score, box_map.to_frame(box, width, height))
             for cls, score, box in decode(heatmap[0], boxes[0], self.card.stride, self.threshold)
         ]
         found.sort(key=lambda d: -d.score)
         return Detections(tuple(found))
+
+    def detect(self, image: ImageBGR) -> Detections:
+        tensor, box_map = letterbox(image, self.card)
+        heatmap, boxes = self.infer(tensor)
+        h, w = image.shape[:2]
+        return self.detections(heatmap, boxes, box_map, w, h)
 
 
 def load_detector(tier: str = "l", precision: str = "int8", threads: int = 1) -> OnnxDetector:
