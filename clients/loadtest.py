@@ -50,6 +50,8 @@ class StreamStats:
     dropped: int = 0
     errors: int = 0
     latencies: list[float] = field(default_factory=list)
+    server_ms: list[float] = field(default_factory=list)  # server: frame arrival -> result sent
+    arrived: list[float] = field(default_factory=list)  # monotonic time of each latency sample
 
     def on_message(self, message: dict[str, object], origin: float) -> None:
         """Count one result; latency = now - wall time at which its frame was captured."""
@@ -57,7 +59,12 @@ class StreamStats:
             self.results += 1
             t = message["t"]
             assert isinstance(t, int | float)
-            self.latencies.append(time.monotonic() - (origin + t))
+            now = time.monotonic()
+            self.latencies.append(now - (origin + t))
+            self.arrived.append(now)
+            server_ms = message.get("server_ms")
+            if isinstance(server_ms, int | float):
+                self.server_ms.append(float(server_ms))
             device = message["device"]
             assert isinstance(device, dict)
             self.dropped = int(device["dropped"])
@@ -175,7 +182,8 @@ def percentiles(values: list[float]) -> str:
 def report(streams: list[StreamStats], samples: list[Sample], duration: float) -> str:
     lines = [
         f"{'transport':<10} {'streams':>7} {'sent':>6} {'results':>7} {'fps/str':>7} "
-        f"{'dropped':>7} {'errors':>6}   latency ms p50    p95    p99",
+        f"{'dropped':>7} {'errors':>6}   latency ms p50    p95    p99"
+        "   server ms p50    p95    p99",
     ]
     for transport in ("websocket", "webrtc"):
         group = [s for s in streams if s.transport == transport]
@@ -188,6 +196,8 @@ def report(streams: list[StreamStats], samples: list[Sample], duration: float) -
             f"{sum(s.errors for s in group):>6}   "
             + " " * 10
             + percentiles([x for s in group for x in s.latencies])
+            + " " * 13
+            + percentiles([x / 1000 for s in group for x in s.server_ms])
         )
     if samples:
         lines.append("")
@@ -242,24 +252,47 @@ def local_server(profile: str) -> tuple[str, int]:  # type: ignore[misc]
         process.wait(timeout=15)
 
 
-async def run_load(args: argparse.Namespace, url: str, pid: int | None) -> str:
+@dataclass
+class LoadResult:
+    """What one load run measured: every stream, the server's resource samples, this process."""
+
+    streams: list[StreamStats]
+    samples: list[Sample]
+    duration: float
+    client_cpu: float  # % of one core this (client) process used during the run
+
+
+async def measure_load(
+    url: str, pid: int | None, ws: int, webrtc: int, fps: float, duration: float, sample: float
+) -> LoadResult:
+    """Stream ``ws`` websocket and ``webrtc`` WebRTC clients to ``url`` for ``duration`` s."""
     aioice.ice.get_host_addresses = loopback_host_addresses  # loopback only
-    images = clip_frames(args.fps)
+    images = clip_frames(fps)
     jpegs = [encode_jpeg(image) for image in images]
     video = [av.VideoFrame.from_ndarray(image, format="bgr24") for image in images]
-    streams = [StreamStats("websocket") for _ in range(args.ws)]
-    streams += [StreamStats("webrtc") for _ in range(args.webrtc)]
-    stop = time.monotonic() + args.duration
+    streams = [StreamStats("websocket") for _ in range(ws)]
+    streams += [StreamStats("webrtc") for _ in range(webrtc)]
+    stop = time.monotonic() + duration
     samples: list[Sample] = []
     jobs = [
-        websocket_stream(url.replace("http", "ws") + "/ws", jpegs, args.fps, stop, s)
+        websocket_stream(url.replace("http", "ws") + "/ws", jpegs, fps, stop, s)
         if s.transport == "websocket"
-        else webrtc_stream(url + "/offer", video, args.fps, stop, s)
+        else webrtc_stream(url + "/offer", video, fps, stop, s)
         for s in streams
     ]
     if pid is not None:
-        jobs.append(sample_process(pid, args.sample, stop, samples))
+        jobs.append(sample_process(pid, sample, stop, samples))
+    me = psutil.Process()
+    me.cpu_percent()
     await asyncio.gather(*jobs)
+    return LoadResult(streams, samples, duration, me.cpu_percent())
+
+
+async def run_load(args: argparse.Namespace, url: str, pid: int | None) -> str:
+    result = await measure_load(
+        url, pid, args.ws, args.webrtc, args.fps, args.duration, args.sample
+    )
+    streams, samples = result.streams, result.samples
     header = (
         f"{args.ws} websocket + {args.webrtc} WebRTC streams at {args.fps:g} fps for "
         f"{args.duration:g} s, clients on the same {psutil.cpu_count()}-core machine"
