@@ -75,6 +75,11 @@ class DeviceTimeline(Generic[T]):
         self.started = 0
 
     @property
+    def last_arrival(self) -> float:
+        """Media time of the newest arrival (-inf before the first)."""
+        return self._last_t
+
+    @property
     def has_waiting(self) -> bool:
         return self._waiting is not None
 

@@ -31,6 +31,8 @@ Message = dict[str, object]
 Send = Callable[[Message], Awaitable[None]]
 
 ARRIVAL_GRACE = 0.005
+REANCHOR_S = 1.0
+"""A frame arriving this far from its media time moves the session's media clock (bounds waits)."""
 """Seconds a real-time session waits past a media time before it takes all frames up to it as in."""
 
 
@@ -138,8 +140,9 @@ class Session:
         if self._timeline is None:
             self._slot.put(pending)
         else:
-            if self._origin is None:
-                self._origin = asyncio.get_running_loop().time() - t
+            now = asyncio.get_running_loop().time()
+            if self._origin is None or abs(self._origin + t - now) > REANCHOR_S:
+                self._origin = now - t  # first frame, or the sender's clock jumped
             self._enqueue(self._timeline.offer(pending, pending.index, t))
         self._check_idle()
 
@@ -185,8 +188,8 @@ class Session:
         self._starts.extend(starts)
         if starts:
             self._wake.set()
-            if self._realtime and self._origin is not None:
-                self._skip_overdue(asyncio.get_running_loop().time() - self._origin)
+            if self._realtime:
+                self._skip_overdue()
 
     def _check_idle(self) -> None:
         if self._timeline is None:
@@ -220,19 +223,22 @@ class Session:
                 self._enqueue(self._timeline.advance(due))
         if self._closed:
             return None
-        if self._realtime and self._origin is not None:
-            self._skip_overdue(loop.time() - self._origin)
+        if self._realtime:
+            self._skip_overdue()
         start = self._starts.popleft()
         return start.frame, start
 
-    def _skip_overdue(self, now: float) -> None:
-        """Drop queued starts the phone would have finished before media time ``now``
-        (with ``arrival_grace`` to spare), but keep the newest.
+    def _skip_overdue(self) -> None:
+        """Drop queued starts the phone would have finished by now (with ``arrival_grace``
+        to spare), but keep the newest. Now, in media time, is at least the last arrival's.
 
         Only a host slower than the emulated phone leaves such starts; then
         timing is the host's, not the phone's, and a warning says so. This
         keeps the queue at a few starts whatever the host's speed.
         """
+        if self._origin is None or self._timeline is None:
+            return
+        now = max(asyncio.get_running_loop().time() - self._origin, self._timeline.last_arrival)
         while len(self._starts) > 1 and self._starts[0].finish + self._grace < now:
             self._starts.popleft()
             self.host_behind += 1

@@ -251,3 +251,28 @@ def test_frames_larger_than_the_camera_are_detected_at_camera_size_boxes_as_rece
     assert (frame["width"], frame["height"]) == (640, 480)
     box = frame["detections"][0]["box"] if frame["detections"] else None
     assert box == pytest.approx([213, 160, 321, 241], abs=3)
+
+
+def test_a_jump_in_the_senders_clock_does_not_stall_the_session():
+    async def main():
+        loop = asyncio.get_running_loop()
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        simulator = DeviceSimulator(phone(jitter=0.0), MODEL)
+        session = Session(RedSquareDetector("s"), KOfNVoter(), simulator, send, InlineExecutor())
+        runner = asyncio.create_task(session.run())
+        for t in (0.0, 0.5, 3600.0, 3600.5):  # an hour's jump in media time
+            await asyncio.sleep(max(0.0, min(t, 1.0) - loop.time()) if t < 1 else 0.5)
+            session.submit(lambda: SQUARE, t)
+        session.flush()
+        await session.wait_idle()
+        session.close()
+        await runner
+        return loop.time(), sent
+
+    elapsed, sent = run_virtual(main)
+    assert len([m for m in sent if m["type"] == "frame"]) == 4
+    assert elapsed < 3.0
