@@ -26,10 +26,11 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from detectors.core import Box, iou
+from detectors.core import Box, Detector, iou
 from voting.core import VoteEvent, Voter, VoteUpdate
 from voting.evidence import ScoreModel
 from voting.presets import BASELINE, PRESETS, make_config, make_voter
@@ -252,7 +253,13 @@ def synth_source(tier: str, precision: str, seconds: float, cache: Path | None) 
     from detectors.onnx_detector import load_detector
     from voting.rendered import detected_clip
 
-    detector = load_detector(tier, precision)
+    loaded: list[Detector] = []
+
+    def detector() -> Detector:  # loaded on the first clip not in the cache
+        if not loaded:
+            loaded.append(load_detector(tier, precision))
+        return loaded[0]
+
     name = f"{tier}-{precision}"
     return lambda kind, seed: detected_clip(detector, name, seed, kind, seconds, cache)
 
@@ -273,7 +280,7 @@ def parse_noise(spec: str) -> NoiseModel:
     return NoiseModel(**fields)
 
 
-def parse_voters(spec: str, overrides: dict[str, object]) -> dict[str, Callable[[], Voter]]:
+def parse_voters(spec: str, overrides: dict[str, Any]) -> dict[str, Callable[[], Voter]]:
     """``"balanced,kofn:k=8:n=10"``: presets, each with optional ``:field=value`` overrides.
 
     ``overrides`` (the fitted score model) go to the sequential presets only.
@@ -284,7 +291,7 @@ def parse_voters(spec: str, overrides: dict[str, object]) -> dict[str, Callable[
     voters: dict[str, Callable[[], Voter]] = {}
     for item in filter(None, spec.split(",")):
         name, *fields = item.split(":")
-        own: dict[str, object] = {} if name == BASELINE else dict(overrides)
+        own: dict[str, Any] = {} if name == BASELINE else dict(overrides)
         for field_spec in fields:
             key, _, value = field_spec.partition("=")
             own[key] = int(value) if value.isdigit() else float(value)
@@ -311,14 +318,15 @@ def evaluate(
 
 
 def format_table(tallies: dict[tuple[str, float], Tally]) -> str:
+    width = max([10, *(len(name) for name, _ in tallies)])
     header = (
-        f"{'voter':<10} {'fps':>4} {'events':>6} {'precision':>9} {'recall':>7} {'hard':>6} "
+        f"{'voter':<{width}} {'fps':>4} {'events':>6} {'precision':>9} {'recall':>7} {'hard':>6} "
         f"{'false/h':>7} {'repeat':>6} {'median s':>8} {'p95 s':>6} {'jitter %':>8} {'err %':>6}"
     )
     lines = [header, "-" * len(header)]
     for (name, fps), t in tallies.items():
         lines.append(
-            f"{name:<10} {fps:>4g} {t.recognized:>6} {_pct(t.precision, 2):>9} "
+            f"{name:<{width}} {fps:>4g} {t.recognized:>6} {_pct(t.precision, 2):>9} "
             f"{_pct(t.recall, 1):>7} {_pct(t.recall_hard, 0):>6} "
             f"{t.false_per_hour:>7.2f} {t.repeated:>6} "
             f"{t.delay(0.5):>8.2f} {t.delay(0.95):>6.2f} {t.jitter:>8.2f} {t.error:>6.2f}"
@@ -326,7 +334,7 @@ def format_table(tallies: dict[tuple[str, float], Tally]) -> str:
     return "\n".join(lines)
 
 
-def _factory(name: str, overrides: dict[str, object]) -> Callable[[], Voter]:
+def _factory(name: str, overrides: dict[str, Any]) -> Callable[[], Voter]:
     return lambda: make_voter(name, **overrides)
 
 
@@ -360,9 +368,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--score-model",
-        choices=["fit", "default"],
-        default="fit",
-        help="fit the per-frame LLR on calibration clips (other seeds), or use the built-in one",
+        choices=["default", "fit"],
+        default="default",
+        help="the presets' built-in per-frame LLR (what sessions use), or one fitted on "
+        "calibration clips (other seeds)",
     )
     parser.add_argument("--calibration-clips", type=int, default=300)
     parser.add_argument(
@@ -391,7 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         length = args.seconds
         described = f"rendered clips (detectors.synth) through model {args.tier}-{args.precision}"
-    overrides: dict[str, object] = {}
+    overrides: dict[str, Any] = {}
     if args.score_model == "fit":
         config = make_config()
         cal_seeds = range(CALIBRATION_SEED, CALIBRATION_SEED + args.calibration_clips)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -23,12 +24,19 @@ LINK_IOU = 0.3
 
 
 def detected_clip(
-    detector: Detector, name: str, seed: int, content: str, seconds: float, cache: Path | None
+    detector: Callable[[], Detector],
+    name: str,
+    seed: int,
+    content: str,
+    seconds: float,
+    cache: Path | None,
 ) -> Clip:
-    """The clip ``make_clip(seed, ..., content=content)`` with ``detector``'s output on each frame.
+    """The clip ``make_clip(seed, ..., content=content)`` with a detector's output on each frame.
 
-    ``name`` identifies the detector in the cache (e.g. ``"s-int8"``); with
-    ``cache=None`` nothing is read or written.
+    ``detector`` is called for the detector only if the clip is not cached
+    yet; ``name`` identifies it in the cache (e.g. ``"l-int8"``). With
+    ``cache=None`` nothing is read or written. The cache key does not cover
+    the generator's or the model's version: clear the cache when they change.
     """
     n_frames = round(seconds * BASE_FPS)
     path = None if cache is None else cache / f"{name}-{content}-{seed}-{n_frames}.npz"
@@ -36,7 +44,7 @@ def detected_clip(
         with np.load(path) as saved:
             arrays = {key: saved[key] for key in saved.files}
     else:
-        arrays = _detect(detector, seed, content, n_frames)
+        arrays = _detect(detector(), seed, content, n_frames)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             np.savez_compressed(

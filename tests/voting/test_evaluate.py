@@ -127,11 +127,12 @@ def test_calibration_separates_real_from_false_tracks():
     assert config.score_model is not model
 
 
-def test_main_prints_a_table(capsys):
+@pytest.mark.parametrize(("model", "fitted"), [("default", False), ("fit", True)])
+def test_main_prints_a_table(capsys, model, fitted):
     argv = "--clips 3 --negative-hours 0.01 --calibration-clips 3 --fps 15 --voters balanced,kofn"
-    assert evaluate.main(argv.split()) == 0
+    assert evaluate.main([*argv.split(), "--score-model", model]) == 0
     out = capsys.readouterr().out
-    assert "score model fitted" in out
+    assert ("score model fitted" in out) == fitted
     assert out.count("\nbalanced ") == 1 and out.count("\nkofn ") == 1
 
 
@@ -166,15 +167,15 @@ def test_detected_clips_are_cached(tmp_path, monkeypatch):
     module.make_clip = lambda seed, n, fps, content: fake_scenes(seed, n, fps, content)
     monkeypatch.setitem(sys.modules, "detectors.synth.scenes", module)
     detector = ScriptedDetector()
-    first = detected_clip(detector, "t-int8", 7, "fu", 0.2, tmp_path)
-    again = detected_clip(detector, "t-int8", 7, "fu", 0.2, tmp_path)
+    first = detected_clip(lambda: detector, "t-int8", 7, "fu", 0.2, tmp_path)
+    again = detected_clip(pytest.fail, "t-int8", 7, "fu", 0.2, tmp_path)
     assert detector.calls == 6  # once per frame, the second clip came from the cache
     assert first.detections == again.detections
     assert first.detections[0].items[0].score == pytest.approx(0.9)
     (obj,) = first.objects
     assert obj.visits == (pytest.approx((2 / 30, 6 / 30)),)
     assert obj.clarity == (pytest.approx(0.9),)
-    uncached = detected_clip(detector, "t-int8", 7, "fu", 0.2, None)
+    uncached = detected_clip(lambda: detector, "t-int8", 7, "fu", 0.2, None)
     assert uncached.detections == first.detections
 
 
