@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: run test lint types unit browser-deps train-deps clean
+.PHONY: run test lint types unit bench browser-deps train-deps clean
 
 # Re-install only when pyproject.toml changes.
 $(VENV)/.run-deps: pyproject.toml
@@ -42,6 +42,11 @@ unit: $(VENV)/.dev-deps
 	$(PY) -m pytest -q
 
 test: browser-deps lint types unit
+
+# Tables of where the milliseconds go, and the OCR alternative (docs/benchmarks.md). Minutes.
+bench: $(VENV)/.run-deps
+	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) run.py bench
 
 # Training only (PyTorch, onnx): see docs/detector.md. Never needed by run or test.
 train-deps: $(VENV)/.dev-deps

@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from clients.bench import add_arguments as bench_arguments
 from clients.loadtest import add_arguments as loadtest_arguments
 from clients.replay import add_arguments as replay_arguments
 from stream.admission import ServerConfig
@@ -74,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     loadtest = sub.add_parser("loadtest", help="N websocket + M WebRTC streams; latency, CPU, RSS")
     loadtest_arguments(loadtest)
 
+    bench = sub.add_parser("bench", help="where the milliseconds go: detector, pipeline, capacity")
+    bench_arguments(bench)
+
     profiles = sub.add_parser("profiles", help="device profiles, their model tier and latency")
     profiles.add_argument("--bench", action="store_true", help="also time each model here")
     eval_hw = sub.add_parser("eval-hw", help="the same clips on each device profile: fps, recall")
@@ -131,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         from clients.loadtest import loadtest_main
 
         return loadtest_main(args)
+    if args.command == "bench":
+        from clients.bench import bench_main
+
+        return bench_main(args)
     if args.command == "profiles":
         from clients.hw_bench import profiles_main
 

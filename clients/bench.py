@@ -1,0 +1,1062 @@
+"""Where every millisecond goes: ``python run.py bench`` prints tables (``--json PATH`` too).
+
+    python run.py bench                               # all four sections, about 10 minutes
+    python run.py bench --only detector,pipeline      # a subset
+    python run.py bench --json docs/bench.json
+
+Sections, each measured side by side in this one process (cases interleaved
+round by round, so that a neighbour's load hits all of them alike):
+
+1. ``detector``: per model tier, FP32 vs INT8 network latency at one thread and
+   at all cores, the speedup, the achieved GOP/s against this CPU's peak
+   (:func:`peaks`), a GEMM ceiling measured with ONNX Runtime itself, and where
+   the time goes by operator type (ONNX Runtime's profiler).
+2. ``pipeline``: per frame at 640x480 and 1280x720, each server stage (VP8 and
+   H.264 decode, JPEG decode, colour conversion, letterbox, inference, output
+   decoding, voting, JSON) in ms and as a share of the 15 fps frame interval.
+3. ``capacity``: concurrent 15 fps websocket and WebRTC streams the server
+   holds (``clients.loadtest`` against a local ``run.py serve``), server-side
+   latency (frame arrival to result sent) and streams per core.
+4. ``ocr``: the alternative, RapidOCR (``pip install -e '.[bench]'``), on the
+   same generated clips: recall, precision and time per frame, ours vs theirs.
+
+Nothing here asserts a time: these machines are shared. Read medians, the
+spread of the per-round ratios, and the load average recorded with each run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+from functools import partial
+from pathlib import Path
+from typing import Any, cast
+
+import av
+import cv2
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+from av.packet import Packet
+from av.video.codeccontext import VideoCodecContext
+
+from clients.hw_bench import percentile, table
+from clients.ws_client import encode_jpeg
+from detectors.card import ModelCard, find_card, list_cards
+from detectors.core import ImageBGR
+from detectors.onnx_detector import OnnxDetector, letterbox
+from stream.images import image_decoder, video_frame_decoder
+
+FPS = 15.0
+FRAME_MS = 1000.0 / FPS
+SIZES = ((640, 480), (1280, 720))
+SECTIONS = ("detector", "pipeline", "capacity", "ocr")
+LATENCY_BOUND_MS = 100.0
+"""A stream is held when its p95 server-side result latency is at most this (and see below)."""
+MIN_RESULT_SHARE = 0.9
+"""... and at least this share of its frames come back as results (the rest are dropped)."""
+MAX_LAG_GROWTH_MS = 20.0
+"""... and its median latency in the last third of the run is at most this above the first third."""
+TARGET_SERVER_P50_MS = 10.0
+TARGET_SERVER_P99_MS = 30.0
+"""Issue #8's latency target: frame arrival to result sent, high profile, 640x480."""
+
+
+# ---------------------------------------------------------------- machine
+
+
+@dataclass(frozen=True, slots=True)
+class Peaks:
+    """This CPU's per-core compute peaks in GOP/s (1 MAC = 2 ops), and how they were derived."""
+
+    clock_ghz: float
+    fp32_per_core: float
+    int8_per_core: float
+    derivation: str
+
+
+def cpu_info() -> dict[str, Any]:
+    """Model name, logical cores, nominal clock and the SIMD flags that decide the kernels."""
+    model, mhz, flags = platform.processor() or "?", 0.0, set[str]()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            key, value = key.strip(), value.strip()
+            if key == "model name":
+                model = value
+            elif key == "cpu MHz" and not mhz:
+                mhz = float(value)
+            elif key == "flags" and not flags:
+                flags = set(value.split())
+    simd = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni",
+            "avx_vnni", "amx_int8")  # fmt: skip
+    return {
+        "model": model,
+        "logical_cores": os.cpu_count() or 1,
+        "mhz": mhz,
+        "simd": {f: f in flags for f in simd},
+    }
+
+
+CLOCK_PROBE = r"""
+#include <stdio.h>
+#include <time.h>
+int main(void) {  /* 8 dependent adds per iteration: one per cycle on every x86 core */
+    unsigned long x = 0, n = 5000000UL;
+    double best = 0;
+    for (int r = 0; r < 200; r++) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        for (unsigned long i = 0; i < n; i++)
+            __asm__ volatile("add $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\t"
+                             "add $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\tadd $1,%0" : "+r"(x));
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        double ghz = 8.0 * n / ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec));
+        if (ghz > best) best = ghz;
+    }
+    printf("%.3f\n", best);
+    return (int)(x & 0);
+}
+"""
+
+
+def measure_clock_ghz() -> float | None:
+    """The core clock while running, from a chain of dependent adds (1 cycle each), best of 200.
+
+    A VM's /proc/cpuinfo shows the nominal (base) clock; cores boost above it.
+    Needs a C compiler (``cc``) on x86; ``None`` without one.
+    """
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        source, binary = Path(tmp) / "clock.c", Path(tmp) / "clock"
+        source.write_text(CLOCK_PROBE)
+        try:
+            subprocess.run(["cc", "-O1", "-o", str(binary), str(source)], check=True,
+                           capture_output=True, timeout=60)  # fmt: skip
+            out = subprocess.run([str(binary)], check=True, capture_output=True, timeout=120)
+        except (OSError, subprocess.SubprocessError):
+            return None
+    return float(out.stdout)
+
+
+def peaks(cpu: dict[str, Any], clock_ghz: float | None = None, source: str = "") -> Peaks:
+    """Per-core FP32 and INT8 peaks from the clock and the SIMD instructions' throughput.
+
+    x86 cores since Haswell / Zen 2 issue two 256-bit FMAs a cycle: 2 x 8 FP32
+    lanes = 16 MAC = 32 FLOP/cycle (twice that with two 512-bit FMA units).
+    INT8 without VNNI (AVX2): ``vpmaddubsw`` multiplies 32 u8 x s8 pairs and adds
+    neighbours into 16 s16, ``vpmaddwd`` against ones widens them to 8 s32,
+    ``vpaddd`` accumulates. Both multiplies run on the same two vector-multiply
+    pipes (Zen 3: FP0/FP3; Intel: p0/p1), so 32 MAC take two multiply uops: 32
+    MAC = 64 op/cycle, only 2x FP32. ``vpdpbusd`` (AVX-VNNI / AVX512-VNNI) does
+    the same 32 (64 on 512 bit) MAC in one uop: 4x FP32.
+    """
+    simd = cpu["simd"]
+    ghz = clock_ghz or (cpu["mhz"] / 1000.0) or 1.0
+    wide = 2 if simd.get("avx512f") else 1
+    fp32_mac = 16 * wide if simd.get("fma") else 8
+    vnni = simd.get("avx512_vnni") or simd.get("avx_vnni")
+    int8_mac = (64 if vnni else 32) * wide if simd.get("avx2") else 8
+    text = (
+        f"clock {ghz:.3f} GHz ({source or ('given' if clock_ghz else 'nominal, /proc/cpuinfo')})"
+        f"; FP32: {fp32_mac} MAC/cycle (2 FMA pipes x {8 * wide} lanes)"
+        f" = {2 * fp32_mac * ghz:.1f} GFLOP/s per core; INT8: {int8_mac} MAC/cycle ("
+        + ("vpdpbusd, 1 uop per 32 MAC" if vnni else "vpmaddubsw + vpmaddwd, 2 multiply uops")
+        + f" per {32 * wide} MAC on 2 pipes) = {2 * int8_mac * ghz:.1f} GOP/s per core"
+    )
+    return Peaks(ghz, 2 * fp32_mac * ghz, 2 * int8_mac * ghz, text)
+
+
+def versions() -> dict[str, str]:
+    import aiortc
+
+    return {
+        "python": platform.python_version(),
+        "onnxruntime": ort.__version__,
+        "numpy": np.__version__,
+        "opencv": cv2.__version__,
+        "av": av.__version__,
+        "aiortc": aiortc.__version__,
+        "ffmpeg": ".".join(map(str, av.library_versions.get("libavcodec", ()))),
+    }
+
+
+def thread_settings() -> dict[str, Any]:
+    env = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "ORT_NUM_THREADS")
+    return {
+        "opencv_threads": cv2.getNumThreads(),
+        "env": {k: os.environ[k] for k in env if k in os.environ},
+        "server_detector_threads": 1,  # Pipelines: OnnxDetector(card) per model, one thread each
+        "server_executor_workers": os.cpu_count() or 1,
+    }
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "cpu": cpu_info(),
+        "versions": versions(),
+        "threads": thread_settings(),
+        "loadavg": list(os.getloadavg()),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+# ---------------------------------------------------------------- timing
+
+
+def interleaved(
+    cases: dict[str, Callable[[], object]], rounds: int, runs: int, warmup: int = 2
+) -> dict[str, list[list[float]]]:
+    """Milliseconds of every call of every case: ``out[case][round]`` is a list of ``runs`` times.
+
+    Each round runs every case ``runs`` times, in an order that rotates from
+    round to round, so slow spells of a shared machine spread over all cases.
+    """
+    for fn in cases.values():
+        for _ in range(warmup):
+            fn()
+    names = list(cases)
+    out: dict[str, list[list[float]]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            fn, times = cases[name], []
+            for _ in range(runs):
+                started = time.perf_counter()
+                fn()
+                times.append((time.perf_counter() - started) * 1000)
+            out[name].append(times)
+    return out
+
+
+def flat(rounds: list[list[float]]) -> list[float]:
+    return [x for r in rounds for x in r]
+
+
+def round_ratios(slow: list[list[float]], fast: list[list[float]]) -> list[float]:
+    """Per round, median of ``slow`` over median of ``fast``: the spread shows the noise."""
+    return [statistics.median(a) / statistics.median(b) for a, b in zip(slow, fast, strict=True)]
+
+
+def spread(values: Sequence[float]) -> str:
+    return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
+
+
+# ---------------------------------------------------------------- 1. detector
+
+
+@dataclass(frozen=True, slots=True)
+class DetectorRow:
+    tier: str
+    threads: int
+    macs: int
+    fp32_ms: float
+    fp32_p90_ms: float
+    int8_ms: float
+    int8_p90_ms: float
+    speedup: float  # median over rounds of the per-round ratio
+    speedup_min: float
+    speedup_max: float
+    fp32_gop_s: float
+    int8_gop_s: float
+    fp32_of_peak: float  # achieved / peak of the cores used
+    int8_of_peak: float
+    int8_ideal_ms: float  # 2 * MACs / INT8 peak of the cores used
+
+
+def sample_tensor(card: ModelCard, seed: int = 3) -> npt.NDArray[np.float32]:
+    """A real camera-like input: a generated 640x480 frame with 福, letterboxed."""
+    from detectors.synth.scenes import make_clip
+
+    return letterbox(make_clip(seed, 1, FPS, 640, 480, content="fu").frames[0], card)[0]
+
+
+def detector_rows(
+    tiers: Sequence[str], thread_counts: Sequence[int], peak: Peaks, rounds: int, runs: int
+) -> list[DetectorRow]:
+    rows = []
+    for threads in thread_counts:
+        for tier in tiers:
+            fp32, int8 = find_card(tier, "fp32"), find_card(tier, "int8")
+            tensor = sample_tensor(int8)
+            nets = {"fp32": OnnxDetector(fp32, threads), "int8": OnnxDetector(int8, threads)}
+            times = interleaved(
+                {k: partial(d.infer, tensor) for k, d in nets.items()}, rounds, runs
+            )
+            f, i = flat(times["fp32"]), flat(times["int8"])
+            ratios = round_ratios(times["fp32"], times["int8"])
+            ops = 2 * int8.macs
+            f_gops, i_gops = ops / statistics.median(f) / 1e6, ops / statistics.median(i) / 1e6
+            cores = min(threads, os.cpu_count() or 1)
+            rows.append(
+                DetectorRow(
+                    tier,
+                    threads,
+                    int8.macs,
+                    statistics.median(f),
+                    percentile(f, 90),
+                    statistics.median(i),
+                    percentile(i, 90),
+                    statistics.median(ratios),
+                    min(ratios),
+                    max(ratios),
+                    f_gops,
+                    i_gops,
+                    f_gops / (peak.fp32_per_core * cores),
+                    i_gops / (peak.int8_per_core * cores),
+                    ops / (peak.int8_per_core * cores) / 1e6,
+                )
+            )
+    return rows
+
+
+def format_detector(rows: Sequence[DetectorRow]) -> str:
+    header = ["tier", "threads", "MMAC", "fp32 ms p50", "p90", "int8 ms p50", "p90",
+              "speedup [min-max]", "fp32 GOP/s", "% peak", "int8 GOP/s", "% peak",
+              "int8 x ideal"]  # fmt: skip
+    body = [
+        [
+            r.tier,
+            str(r.threads),
+            f"{r.macs / 1e6:.0f}",
+            f"{r.fp32_ms:.2f}",
+            f"{r.fp32_p90_ms:.2f}",
+            f"{r.int8_ms:.2f}",
+            f"{r.int8_p90_ms:.2f}",
+            f"{r.speedup:.2f} [{r.speedup_min:.2f}-{r.speedup_max:.2f}]",
+            f"{r.fp32_gop_s:.1f}",
+            f"{100 * r.fp32_of_peak:.0f}",
+            f"{r.int8_gop_s:.1f}",
+            f"{100 * r.int8_of_peak:.0f}",
+            f"{r.int8_ms / r.int8_ideal_ms:.1f}",
+        ]
+        for r in rows
+    ]
+    return table(header, body)
+
+
+OP_CLASSES = {
+    "conv": {"Conv", "QLinearConv", "ConvInteger", "FusedConv", "NchwcConv", "DepthwiseConv"},
+    "quant/dequant": {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"},
+    "layout": {"ReorderInput", "ReorderOutput", "Transpose"},
+}
+
+
+def op_class(op: str) -> str:
+    return next((name for name, ops in OP_CLASSES.items() if op in ops), "other")
+
+
+@dataclass(frozen=True, slots=True)
+class OpProfile:
+    tier: str
+    precision: str
+    threads: int
+    run_ms: float  # median model_run duration as the profiler saw it
+    by_class: dict[str, float]  # ms per run
+    by_op: dict[str, float]  # ms per run, by op type (after ORT's graph fusions)
+
+
+def profile_ops(card: ModelCard, threads: int, runs: int) -> OpProfile:
+    """Run ``card``'s model ``runs`` times under ONNX Runtime's profiler; ms per run by op type."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.enable_profiling = True
+    with tempfile.TemporaryDirectory() as tmp:
+        options.profile_file_prefix = str(Path(tmp) / "ort")
+        session = ort.InferenceSession(
+            str(card.model_path), options, providers=["CPUExecutionProvider"]
+        )
+        tensor = sample_tensor(card)
+        for _ in range(runs + 3):
+            session.run(None, {card.input.name: tensor})
+        events = json.loads(Path(session.end_profiling()).read_text())
+    model_runs = [e["dur"] for e in events if e.get("name") == "model_run"][3:]
+    by_op: Counter[str] = Counter()
+    kernels = [e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
+    # The first runs are warm-up: keep the last ``runs`` runs' kernels, node by node.
+    per_run = len(kernels) // (runs + 3) if kernels else 0
+    for e in kernels[3 * per_run :]:
+        by_op[e["args"].get("op_name", "?")] += e["dur"]
+    by_class: defaultdict[str, float] = defaultdict(float)
+    for op, us in by_op.items():
+        by_class[op_class(op)] += us / runs / 1000
+    return OpProfile(
+        card.tier,
+        card.precision,
+        threads,
+        statistics.median(model_runs) / 1000 if model_runs else 0.0,
+        dict(by_class),
+        {op: us / runs / 1000 for op, us in by_op.most_common()},
+    )
+
+
+def format_profiles(profiles: Sequence[OpProfile]) -> str:
+    classes = [*OP_CLASSES, "other"]
+    header = ["tier", "build", "run ms", *(f"{c} ms" for c in classes), "top ops (ms)"]
+    body = []
+    for p in profiles:
+        kernel = sum(p.by_class.values()) or 1.0
+        cells = [f"{p.by_class.get(c, 0.0):.2f} ({100 * p.by_class.get(c, 0.0) / kernel:.0f}%)"
+                 for c in classes]  # fmt: skip
+        top = ", ".join(f"{op} {ms:.2f}" for op, ms in list(p.by_op.items())[:4])
+        body.append([p.tier, p.precision, f"{p.run_ms:.2f}", *cells, top])
+    return table(header, body)
+
+
+@dataclass(frozen=True, slots=True)
+class Ceiling:
+    name: str
+    ms: float
+    gop_s: float
+    of_peak: float
+
+
+def gemm_ceilings(peak: Peaks, rounds: int, size: int = 768) -> list[Ceiling]:
+    """What ONNX Runtime's own GEMM kernels reach here at one thread: FP32, U8S8, U8U8.
+
+    U8S8 is the ``vpmaddubsw`` kernel (the format our INT8 models use); U8U8
+    falls back to widening to 16 bit first. Needs the ``onnx`` package (train
+    extra) to build the one-node models; returns nothing without it.
+    """
+    try:
+        from onnx import TensorProto, helper
+    except ImportError:
+        return []
+    m = k = n = size
+    rng = np.random.default_rng(0)
+    cases = {
+        "MatMul fp32": (TensorProto.FLOAT, TensorProto.FLOAT, np.float32),
+        "MatMulInteger u8s8": (TensorProto.UINT8, TensorProto.INT8, np.uint8),
+        "MatMulInteger u8u8": (TensorProto.UINT8, TensorProto.UINT8, np.uint8),
+    }
+    runs: dict[str, Callable[[], object]] = {}
+    for name, (a_type, b_type, a_np) in cases.items():
+        b = helper.make_tensor("b", b_type, [k, n], rng.integers(0, 100, k * n).tolist())
+        op = "MatMul" if a_np is np.float32 else "MatMulInteger"
+        out_type = TensorProto.FLOAT if op == "MatMul" else TensorProto.INT32
+        graph = helper.make_graph(
+            [helper.make_node(op, ["a", "b"], ["y"])],
+            name.replace(" ", "_"),
+            [helper.make_tensor_value_info("a", a_type, [m, k])],
+            [helper.make_tensor_value_info("y", out_type, [m, n])],
+            [b],
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        session = ort.InferenceSession(
+            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+        a = rng.integers(0, 100, (m, k)).astype(a_np)
+        runs[name] = partial(session.run, None, {"a": a})
+    times = interleaved(runs, rounds, 3)
+    out = []
+    for name, t in times.items():
+        ms = statistics.median(flat(t))
+        gops = 2 * m * k * n / ms / 1e6
+        per_core = peak.fp32_per_core if "fp32" in name else peak.int8_per_core
+        out.append(Ceiling(name, ms, gops, gops / per_core))
+    return out
+
+
+def format_ceilings(ceilings: Sequence[Ceiling]) -> str:
+    body = [[c.name, f"{c.ms:.2f}", f"{c.gop_s:.1f}", f"{100 * c.of_peak:.0f}"] for c in ceilings]
+    return table(["GEMM 768^3, 1 thread", "ms", "GOP/s", "% of peak"], body)
+
+
+# ---------------------------------------------------------------- 2. pipeline
+
+
+def encode_video(frames: Sequence[ImageBGR], codec: str, fps: float) -> list[Packet[Any]]:
+    """Encode ``frames`` once as a camera stream would be (no B-frames, about 1.5 Mbit/s)."""
+    h, w = frames[0].shape[:2]
+    ctx = cast(VideoCodecContext, av.CodecContext.create(codec, "w"))
+    ctx.width, ctx.height, ctx.pix_fmt = w, h, "yuv420p"
+    ctx.time_base = Fraction(1, round(fps))
+    ctx.framerate = Fraction(round(fps))
+    ctx.bit_rate = 1_500_000
+    ctx.options = (
+        {"preset": "veryfast", "tune": "zerolatency"}
+        if codec == "libx264"
+        else {"deadline": "realtime"}
+    )
+    packets: list[Packet[Any]] = []
+    for i, image in enumerate(frames):
+        frame = av.VideoFrame.from_ndarray(image, format="bgr24").reformat(format="yuv420p")
+        frame.pts = i
+        packets.extend(ctx.encode(frame))
+    packets.extend(ctx.encode(None))
+    return packets
+
+
+def decode_video(codec: str, packets: Sequence[Packet[Any]]) -> tuple[list[av.VideoFrame], float]:
+    """Decode every packet with a fresh decoder: frames, and ms per frame."""
+    ctx = cast(VideoCodecContext, av.CodecContext.create(codec, "r"))
+    started = time.perf_counter()
+    frames = [f for p in packets for f in ctx.decode(p)]
+    frames.extend(ctx.decode(None))
+    return frames, (time.perf_counter() - started) * 1000 / max(1, len(frames))
+
+
+@dataclass(frozen=True, slots=True)
+class StageRow:
+    size: str
+    stage: str
+    path: str  # "webrtc", "websocket" or "both"
+    ms: float
+    p90_ms: float
+
+    @property
+    def share(self) -> float:
+        return self.ms / FRAME_MS
+
+
+def frame_message(detections: list[dict[str, object]], index: int) -> dict[str, object]:
+    """A result message shaped like :class:`stream.session.Session`'s ``frame`` messages."""
+    return {
+        "type": "frame", "frame": index, "t": round(index / FPS, 3), "width": 640, "height": 480,
+        "detections": detections,
+        "device": {"profile": "high", "tier": "l", "latency_ms": 4.8, "dropped": 0,
+                   "camera_skipped": 0, "start_t": 1.0, "done_t": 1.0048},
+        "server_ms": 12.3,
+    }  # fmt: skip
+
+
+def pipeline_rows(
+    sizes: Sequence[tuple[int, int]], tier: str, n_frames: int, rounds: int
+) -> list[StageRow]:
+    """Per-frame cost of each server stage, one frame after another as a session runs them."""
+    from detectors.synth.scenes import make_clip
+    from voting import make_voter
+
+    detector = OnnxDetector(find_card(tier, "int8"), threads=1)
+    card = detector.card
+    rows = []
+    for w, h in sizes:
+        images = make_clip(7, n_frames, FPS, w, h, content="fu").frames
+        encoded = {name: encode_video(images, enc, FPS) for name, enc in
+                   (("vp8", "libvpx"), ("h264", "libx264"))}  # fmt: skip
+        jpegs = [encode_jpeg(image) for image in images]
+        times: defaultdict[str, list[float]] = defaultdict(list)
+        for _ in range(rounds):
+            voter = make_voter("balanced")
+            yuv: list[av.VideoFrame] = []
+            for codec, packets in encoded.items():
+                frames, ms = decode_video(codec, packets)
+                times[f"{codec.upper()} decode"].append(ms)
+                yuv = frames if codec == "vp8" else yuv
+            for i, (frame, jpeg) in enumerate(zip(yuv, jpegs, strict=False)):
+                laps = Laps(times)
+                video_frame_decoder(frame)()
+                laps.lap("YUV->BGR (to_ndarray)")
+                image = image_decoder(jpeg)()  # the websocket path: header check, imdecode
+                laps.lap("JPEG decode (imdecode)")
+                tensor, box_map = letterbox(image, card)
+                laps.lap("letterbox")
+                heatmap, boxes = detector.infer(tensor)
+                laps.lap(f"inference int8 {tier} (1 thread)")
+                detections = detector.detections(heatmap, boxes, box_map, w, h)
+                laps.lap("output decode (peaks, NMS)")
+                update = voter.update(detections, i / FPS)
+                laps.lap("voting (balanced)")
+                json.dumps(frame_message([d.to_json() for d in update.detections], i))
+                laps.lap("JSON message")
+        paths = {
+            "VP8 decode": "webrtc",
+            "H264 decode": "webrtc (H.264)",
+            "YUV->BGR (to_ndarray)": "webrtc",
+            "JPEG decode (imdecode)": "websocket",
+        }
+        for stage_name, values in times.items():
+            rows.append(StageRow(f"{w}x{h}", stage_name, paths.get(stage_name, "both"),
+                                 statistics.median(values), percentile(values, 90)))  # fmt: skip
+    return rows
+
+
+class Laps:
+    """Times consecutive stages of one frame: each :meth:`lap` ends the stage begun by the last."""
+
+    def __init__(self, times: defaultdict[str, list[float]]) -> None:
+        self.times = times
+        self.last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.times[stage].append((now - self.last) * 1000)
+        self.last = now
+
+
+def pipeline_totals(rows: Sequence[StageRow]) -> dict[str, dict[str, float]]:
+    """Per size, the sum of the stages of the WebRTC (VP8) and of the websocket path."""
+    out: dict[str, dict[str, float]] = {}
+    for size in dict.fromkeys(r.size for r in rows):
+        mine = [r for r in rows if r.size == size]
+        out[size] = {
+            path: sum(r.ms for r in mine if r.path in ("both", path))
+            for path in ("webrtc", "websocket")
+        }
+    return out
+
+
+def format_pipeline(rows: Sequence[StageRow]) -> str:
+    body = [[r.size, r.stage, r.path, f"{r.ms:.3f}", f"{r.p90_ms:.3f}", f"{100 * r.share:.1f}"]
+            for r in rows]  # fmt: skip
+    for size, totals in pipeline_totals(rows).items():
+        for path, ms in totals.items():
+            body.append([size, f"total, {path} path", path, f"{ms:.3f}", "",
+                         f"{100 * ms / FRAME_MS:.1f}"])  # fmt: skip
+    return table(["frame", "stage", "path", "ms p50", "ms p90", f"% of {FRAME_MS:.1f} ms"], body)
+
+
+# ---------------------------------------------------------------- 3. capacity
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityRow:
+    transport: str
+    streams: int
+    fps_per_stream: float
+    result_share: float  # results / frames sent
+    e2e_p50: float  # capture -> result received at the client, ms
+    e2e_p95: float
+    e2e_p99: float
+    server_p50: float  # frame arrival at the server -> result sent, ms
+    server_p95: float
+    server_p99: float
+    lag_growth_ms: float  # median e2e latency, last third minus first third of the run
+    errors: int
+    server_cpu: float  # median % of one core
+    client_cpu: float  # % of one core used by this process (the load generator)
+    loadavg: float  # 1-minute load average after the step, everyone's processes included
+
+    @property
+    def held(self) -> bool:
+        """Server-side p95 within the bound, no growing lag, (almost) every frame answered."""
+        return (
+            self.server_p95 <= LATENCY_BOUND_MS
+            and self.result_share >= MIN_RESULT_SHARE
+            and self.lag_growth_ms <= MAX_LAG_GROWTH_MS
+            and self.errors == 0
+        )
+
+    @property
+    def e2e_held(self) -> bool:
+        """As :attr:`held`, with the client's capture-to-result latency instead."""
+        return self.held and self.e2e_p95 <= LATENCY_BOUND_MS
+
+    @property
+    def in_target(self) -> bool:
+        """Server-side p50 and p99 within the latency target, frames answered, no growing lag."""
+        return (
+            self.server_p50 <= TARGET_SERVER_P50_MS
+            and self.server_p99 <= TARGET_SERVER_P99_MS
+            and self.result_share >= MIN_RESULT_SHARE
+            and self.lag_growth_ms <= MAX_LAG_GROWTH_MS
+        )
+
+
+def lag_growth(arrived: Sequence[float], latencies: Sequence[float]) -> float:
+    """Median latency (ms) of the last third of the results minus that of the first third."""
+    if len(latencies) < 6:
+        return 0.0
+    order = np.argsort(np.asarray(arrived))
+    third = len(order) // 3
+    lat = np.asarray(latencies)[order] * 1000
+    return float(np.median(lat[-third:]) - np.median(lat[:third]))
+
+
+def capacity_row(result: Any, transport: str) -> CapacityRow:
+    """Summarise the ``transport`` streams of a :class:`clients.loadtest.LoadResult`."""
+    streams = [s for s in result.streams if s.transport == transport]
+    lat = [x for s in streams for x in s.latencies] or [float("nan")]
+    server = [x for s in streams for x in s.server_ms] or [float("nan")]
+    sent = sum(s.sent for s in streams)
+    results = sum(s.results for s in streams)
+    e2e = np.percentile(np.asarray(lat) * 1000, [50, 95, 99])
+    srv = np.percentile(np.asarray(server), [50, 95, 99])
+    cpu = [s.cpu for s in result.samples]
+    return CapacityRow(
+        transport=transport,
+        streams=len(streams),
+        fps_per_stream=results / result.duration / max(1, len(streams)),
+        result_share=results / max(1, sent),
+        e2e_p50=float(e2e[0]),
+        e2e_p95=float(e2e[1]),
+        e2e_p99=float(e2e[2]),
+        server_p50=float(srv[0]),
+        server_p95=float(srv[1]),
+        server_p99=float(srv[2]),
+        lag_growth_ms=max((lag_growth(s.arrived, s.latencies) for s in streams), default=0.0),
+        errors=sum(s.errors for s in streams),
+        server_cpu=float(np.median(cpu)) if cpu else 0.0,
+        client_cpu=result.client_cpu,
+        loadavg=os.getloadavg()[0],
+    )
+
+
+def capacity_rows(
+    ladder: Sequence[int], transports: Sequence[str], duration: float, profile: str
+) -> list[CapacityRow]:
+    """Step up the streams of each transport (one local server) until a step is not held."""
+    from clients.loadtest import local_server, measure_load
+
+    logging.getLogger("aioice").setLevel(logging.WARNING)  # one line per ICE check otherwise
+    rows = []
+    server = cast(contextlib.AbstractContextManager[tuple[str, int]], local_server(profile))
+    with server as (url, pid):
+        for transport in transports:
+            for n in ladder:
+                ws, rtc = (n, 0) if transport == "websocket" else (0, n)
+                result = asyncio.run(measure_load(url, pid, ws, rtc, FPS, duration, 1.0))
+                row = capacity_row(result, transport)
+                rows.append(row)
+                time.sleep(1.0)  # let the sessions close
+                if not row.held:
+                    break
+    return rows
+
+
+def format_capacity(rows: Sequence[CapacityRow]) -> str:
+    header = ["transport", "streams", "fps/stream", "results %", "e2e p50", "p95", "p99",
+              "server p50", "p95", "p99", "lag growth ms", "server cpu %", "client cpu %",
+              "load avg", "held", "e2e held", "in target"]  # fmt: skip
+    body = [[r.transport, str(r.streams), f"{r.fps_per_stream:.1f}",
+             f"{100 * r.result_share:.0f}", f"{r.e2e_p50:.1f}", f"{r.e2e_p95:.1f}",
+             f"{r.e2e_p99:.1f}", f"{r.server_p50:.1f}", f"{r.server_p95:.1f}",
+             f"{r.server_p99:.1f}", f"{r.lag_growth_ms:+.1f}", f"{r.server_cpu:.0f}",
+             f"{r.client_cpu:.0f}", f"{r.loadavg:.1f}", yes(r.held), yes(r.e2e_held),
+             yes(r.in_target)] for r in rows]  # fmt: skip
+    return table(header, body)
+
+
+def yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def capacity_summary(rows: Sequence[CapacityRow]) -> dict[str, dict[str, float]]:
+    """Per transport: most streams held (each criterion), streams per core and per server core."""
+    cores = os.cpu_count() or 1
+    out = {}
+    for transport in dict.fromkeys(r.transport for r in rows):
+        mine = [r for r in rows if r.transport == transport]
+        best = max((r for r in mine if r.held), key=lambda r: r.streams, default=None)
+        out[transport] = {
+            "max_streams": best.streams if best else 0,
+            "max_streams_e2e": max((r.streams for r in mine if r.e2e_held), default=0),
+            "max_streams_in_target": max((r.streams for r in mine if r.in_target), default=0),
+            "streams_per_core": (best.streams / cores) if best else 0.0,
+            "streams_per_server_core": (best.streams * 100 / best.server_cpu)
+            if best and best.server_cpu
+            else 0.0,
+        }
+    return out
+
+
+# ---------------------------------------------------------------- 4. OCR alternative
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledFrame:
+    content: str
+    image: ImageBGR
+    has_fu: bool
+
+
+def labelled_frames(
+    clips: int, per_clip: int, width: int = 640, height: int = 480
+) -> list[LabelledFrame]:
+    """``per_clip`` frames from each of ``clips`` clips per content: fu, negative, empty."""
+    from detectors.synth.scenes import make_clip
+
+    out = []
+    for content in ("fu", "negative", "empty"):
+        for c in range(clips):
+            seed = 500 + c + {"fu": 0, "negative": 1000, "empty": 2000}[content]
+            clip = make_clip(seed, max(per_clip, 2) * 5, FPS, width, height, content=content)
+            for i in np.linspace(0, len(clip.frames) - 1, per_clip).astype(int):
+                out.append(LabelledFrame(content, clip.frames[i], len(clip.boxes[i]) > 0))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    name: str
+    frames: int
+    tp: int
+    fp: int
+    fn: int
+    ms: float  # median per frame
+    p90_ms: float
+
+    @property
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else float("nan")
+
+    @property
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else float("nan")
+
+
+def score(name: str, truth: Sequence[bool], said: Sequence[bool], ms: Sequence[float]) -> Score:
+    pairs = list(zip(truth, said, strict=True))
+    return Score(
+        name, len(pairs),
+        sum(t and s for t, s in pairs), sum(s and not t for t, s in pairs),
+        sum(t and not s for t, s in pairs),
+        statistics.median(ms), percentile(ms, 90),
+    )  # fmt: skip
+
+
+@contextlib.contextmanager
+def no_network() -> Iterator[list[str]]:
+    """Refuse (and record) every socket connection or name lookup made inside the block."""
+    attempts: list[str] = []
+    real_connect, real_lookup = socket.socket.connect, socket.getaddrinfo
+
+    def connect(self: socket.socket, address: Any) -> None:
+        attempts.append(f"connect {address!r}")
+        raise OSError("network disabled by the benchmark")
+
+    def lookup(*args: Any, **kwargs: Any) -> Any:
+        attempts.append(f"getaddrinfo {args[:2]!r}")
+        raise OSError("network disabled by the benchmark")
+
+    socket.socket.connect = connect  # type: ignore[method-assign,assignment]
+    socket.getaddrinfo = lookup
+    try:
+        yield attempts
+    finally:
+        socket.socket.connect = real_connect  # type: ignore[method-assign]
+        socket.getaddrinfo = real_lookup
+
+
+def rapidocr_engine(threads: int, **config: Any) -> Callable[[ImageBGR], str] | None:
+    """RapidOCR's whole pipeline (det, cls, rec) as ``image -> text``; ``None`` if not installed."""
+    try:
+        from rapidocr_onnxruntime import (  # type: ignore[import-untyped,unused-ignore]
+            RapidOCR,
+        )
+    except ImportError:
+        return None
+    engine = RapidOCR(intra_op_num_threads=threads, inter_op_num_threads=1, **config)
+
+    def read(image: ImageBGR) -> str:
+        found, _ = engine(image)
+        return "".join(str(line[1]) for line in found or [])
+
+    return read
+
+
+def rapidocr_models() -> dict[str, int]:
+    """The model files inside the installed wheel, with their sizes (no download at run time)."""
+    try:
+        import rapidocr_onnxruntime  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:
+        return {}
+    folder = Path(rapidocr_onnxruntime.__file__).parent / "models"
+    return {p.name: p.stat().st_size for p in sorted(folder.glob("*.onnx"))}
+
+
+def fires(detector: OnnxDetector) -> Callable[[ImageBGR], bool]:
+    return lambda image: any(d.label == "fu" for d in detector.detect(image))
+
+
+def reads_fu(engine: Callable[[ImageBGR], str]) -> Callable[[ImageBGR], bool]:
+    return lambda image: "福" in engine(image)
+
+
+def ocr_scores(
+    frames: Sequence[LabelledFrame], tiers: Sequence[str], threads: int, ocr_configs: dict[str, Any]
+) -> tuple[list[Score], list[str]]:
+    """Ours (each tier, INT8) vs RapidOCR configs, frame by frame, alternating on each frame."""
+    readers: dict[str, Callable[[ImageBGR], bool]] = {}
+    for tier in tiers:
+        readers[f"ours int8 {tier}"] = fires(OnnxDetector(find_card(tier, "int8"), threads))
+    with no_network() as attempts:
+        for name, config in ocr_configs.items():
+            engine = rapidocr_engine(threads, **config)
+            if engine is not None:
+                readers[name] = reads_fu(engine)
+        said: dict[str, list[bool]] = {name: [] for name in readers}
+        ms: dict[str, list[float]] = {name: [] for name in readers}
+        for fn in readers.values():  # warm-up
+            fn(frames[0].image)
+        for frame in frames:
+            for name, fn in readers.items():
+                started = time.perf_counter()
+                said[name].append(fn(frame.image))
+                ms[name].append((time.perf_counter() - started) * 1000)
+    truth = [f.has_fu for f in frames]
+    return [score(name, truth, said[name], ms[name]) for name in readers], attempts
+
+
+def format_ocr(scores: Sequence[Score]) -> str:
+    ours = next((s for s in scores if s.name.startswith("ours")), None)
+    body = [[s.name, str(s.frames), str(s.tp), str(s.fp), str(s.fn), f"{s.recall:.3f}",
+             f"{s.precision:.3f}", f"{s.ms:.1f}", f"{s.p90_ms:.1f}",
+             f"{s.ms / ours.ms:.1f}" if ours else "-"] for s in scores]  # fmt: skip
+    return table(["method", "frames", "TP", "FP", "FN", "recall", "precision", "ms p50", "ms p90",
+                  "x ours (first row)"], body)  # fmt: skip
+
+
+OCR_CONFIGS: dict[str, dict[str, Any]] = {
+    "RapidOCR 1.4.4 default": {},
+    "RapidOCR, det at 480 px": {"det_limit_side_len": 480},
+}
+
+
+# ---------------------------------------------------------------- command
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--only", default=",".join(SECTIONS), help="sections, comma-separated")
+    parser.add_argument("--json", type=Path, help="also write every number here")
+    parser.add_argument(
+        "--tiers", help="comma-separated (default: every tier shipped in both builds)"
+    )
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds per timing")
+    parser.add_argument("--runs", type=int, default=10, help="calls per case and round")
+    parser.add_argument("--frames", type=int, default=30, help="frames per clip, pipeline")
+    parser.add_argument(
+        "--clock-ghz", type=float, help="core clock for the peaks (default: measured, else nominal)"
+    )
+    parser.add_argument("--ladder", default="1,2,4,6,8,10,12", help="stream counts, capacity")
+    parser.add_argument("--transports", default="websocket,webrtc")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per capacity step")
+    parser.add_argument("--profile", default="high", help="device profile of the server sessions")
+    parser.add_argument("--ocr-clips", type=int, default=6, help="clips per content, OCR")
+    parser.add_argument("--ocr-per-clip", type=int, default=3, help="frames per clip, OCR")
+    parser.add_argument("--ocr-threads", type=int, default=1, help="threads, ours and OCR alike")
+
+
+def shipped_tiers() -> list[str]:
+    """Tiers with both an FP32 and an INT8 model, smallest first (by MACs)."""
+    cards = list_cards()
+    both = {c.tier for c in cards if c.precision == "fp32"} & {
+        c.tier for c in cards if c.precision == "int8"
+    }
+    return sorted(both, key=lambda t: min(c.macs for c in cards if c.tier == t))
+
+
+def run_bench(args: argparse.Namespace, out: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the chosen sections, printing each table as it is done; every number, as a dict."""
+    sections = [s for s in args.only.split(",") if s]
+    unknown = set(sections) - set(SECTIONS)
+    if unknown:
+        raise SystemExit(f"unknown sections {sorted(unknown)}; have {list(SECTIONS)}")
+    tiers = [t for t in (args.tiers or "").split(",") if t] or shipped_tiers()
+    info = machine()
+    measured = None if args.clock_ghz else measure_clock_ghz()
+    info["clock_measured_ghz"] = measured
+    if args.clock_ghz:
+        peak = peaks(info["cpu"], args.clock_ghz, "given with --clock-ghz")
+    elif measured:
+        peak = peaks(info["cpu"], measured, "measured: dependent-add chain, best of 200 x ~13 ms")
+    else:
+        peak = peaks(info["cpu"])
+    report: dict[str, Any] = {"machine": info, "peaks": asdict(peak), "args": vars(args).copy()}
+    report["args"]["json"] = str(args.json) if args.json else None
+    cpu = info["cpu"]
+    flags = " ".join(f for f, on in cpu["simd"].items() if on)
+    out(f"# run.py bench, {info['date']}")
+    out(f"CPU: {cpu['model']}, {cpu['logical_cores']} logical cores, {cpu['mhz']:.0f} MHz; {flags}")
+    out("versions: " + ", ".join(f"{k} {v}" for k, v in info["versions"].items()))
+    out(f"threads: {json.dumps(info['threads'])}; load average {info['loadavg']}")
+    out(f"peaks: {peak.derivation}")
+    if "detector" in sections:
+        counts = sorted({1, os.cpu_count() or 1})
+        rows = detector_rows(tiers, counts, peak, args.rounds, args.runs)
+        out("\n## Detector: network only (ONNX Runtime run), FP32 vs INT8\n")
+        out(format_detector(rows))
+        ceilings = gemm_ceilings(peak, max(3, args.rounds // 2))
+        if ceilings:
+            out("\n" + format_ceilings(ceilings))
+        profiles = [
+            profile_ops(find_card(tier, precision), 1, args.runs * 2)
+            for tier in tiers
+            for precision in ("fp32", "int8")
+        ]
+        out("\n## Where the time goes (ORT profiler, 1 thread, ms per run)\n")
+        out(format_profiles(profiles))
+        report["detector"] = {
+            "rows": [asdict(r) for r in rows],
+            "gemm_ceilings": [asdict(c) for c in ceilings],
+            "profiles": [asdict(p) for p in profiles],
+        }
+    if "pipeline" in sections:
+        high_tier = tiers[-1]
+        rows_p = pipeline_rows(SIZES, high_tier, args.frames, max(1, args.rounds // 2))
+        out(f"\n## Pipeline per frame (share of the {FRAME_MS:.1f} ms interval at {FPS:g} fps)\n")
+        out(format_pipeline(rows_p))
+        report["pipeline"] = {
+            "rows": [asdict(r) | {"share": r.share} for r in rows_p],
+            "totals": pipeline_totals(rows_p),
+        }
+    if "capacity" in sections:
+        ladder = [int(n) for n in args.ladder.split(",") if n]
+        transports = [t for t in args.transports.split(",") if t]
+        rows_c = capacity_rows(ladder, transports, args.duration, args.profile)
+        out(
+            f"\n## Capacity: {FPS:g} fps 640x480 streams, profile {args.profile!r}, "
+            f"{args.duration:g} s per step, load generator on the same machine\n"
+        )
+        out(format_capacity(rows_c))
+        summary = capacity_summary(rows_c)
+        for transport, s in summary.items():
+            out(
+                f"{transport}: {s['max_streams']:.0f} streams held "
+                f"({s['streams_per_core']:.1f} per core of this machine, "
+                f"{s['streams_per_server_core']:.1f} per core of server CPU); "
+                f"{s['max_streams_e2e']:.0f} with e2e p95 <= {LATENCY_BOUND_MS:g} ms; "
+                f"{s['max_streams_in_target']:.0f} within server p50 <= "
+                f"{TARGET_SERVER_P50_MS:g} ms, p99 <= {TARGET_SERVER_P99_MS:g} ms"
+            )
+        report["capacity"] = {
+            "rows": [
+                asdict(r) | {"held": r.held, "e2e_held": r.e2e_held, "in_target": r.in_target}
+                for r in rows_c
+            ],
+            "summary": summary,
+        }
+    if "ocr" in sections:
+        frames = labelled_frames(args.ocr_clips, args.ocr_per_clip)
+        ours = list(dict.fromkeys([tiers[-1], tiers[0]]))  # the largest and the smallest
+        scores, attempts = ocr_scores(frames, ours, args.ocr_threads, OCR_CONFIGS)
+        out(f"\n## The alternative: OCR every frame ({len(frames)} frames 640x480, "
+            f"{args.ocr_threads} thread(s) each)\n")  # fmt: skip
+        if not any(s.name.startswith("RapidOCR") for s in scores):
+            out("(rapidocr-onnxruntime not installed: pip install -e '.[bench]')")
+        out(format_ocr(scores))
+        models = rapidocr_models()
+        if models:
+            out(f"RapidOCR models from the wheel: {models}; network attempts: {len(attempts)}")
+        report["ocr"] = {
+            "scores": [asdict(s) | {"recall": s.recall, "precision": s.precision} for s in scores],
+            "rapidocr_models": models,
+            "network_attempts": attempts,
+            "content_counts": dict(Counter(f.content for f in frames)),
+        }
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
+    return report
+
+
+def bench_main(args: argparse.Namespace) -> int:
+    run_bench(args)
+    return 0
