@@ -116,9 +116,12 @@ class Pipelines:
         """The emulated device and the detector a session with ``options`` gets.
 
         Raises:
-            OptionError: unknown tier.
+            OptionError: unknown profile or tier.
         """
-        profile = get_profile(options.profile)
+        try:
+            profile = get_profile(options.profile)
+        except KeyError as exc:
+            raise OptionError("unknown_profile", str(exc.args[0])) from None
         try:
             choice = choose_model(profile, self.models, options.tier, self.precision)
         except ModelChoiceError as exc:

@@ -276,3 +276,13 @@ def test_a_jump_in_the_senders_clock_does_not_stall_the_session():
     elapsed, sent = run_virtual(main)
     assert len([m for m in sent if m["type"] == "frame"]) == 4
     assert elapsed < 3.0
+
+
+def test_an_unknown_profile_is_an_option_error():
+    pipelines = Pipelines({"l": RedSquareDetector()}, workers=1)
+    try:
+        with pytest.raises(OptionError, match="unknown device profile 'toaster'") as caught:
+            pipelines.simulator_for(SessionOptions("toaster"))
+        assert caught.value.code == "unknown_profile"
+    finally:
+        pipelines.shutdown()
