@@ -1,0 +1,25 @@
+"""One detector out of two: the built-in 福 model and the registered-target matcher, same frame."""
+
+from __future__ import annotations
+
+from detectors.core import Detections, Detector, ImageBGR
+
+
+class CombinedDetector:
+    """Runs ``primary`` then ``extra`` on each frame and merges their detections, best first.
+
+    It reports ``primary``'s tier, so device emulation and model choice are
+    unchanged; both parts must be thread-safe (they are called from the executor).
+    """
+
+    def __init__(self, primary: Detector, extra: Detector) -> None:
+        self.primary = primary
+        self.extra = extra
+
+    @property
+    def tier(self) -> str:
+        return self.primary.tier
+
+    def detect(self, image: ImageBGR) -> Detections:
+        found = (*self.primary.detect(image), *self.extra.detect(image))
+        return Detections(tuple(sorted(found, key=lambda d: -d.score)))

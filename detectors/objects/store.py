@@ -1,0 +1,213 @@
+"""Registered targets on disk: one folder per target with its photos, cached features and metadata.
+
+Layout (``docs/object_scan.md``)::
+
+    TARGETS_DIR/
+      cup/
+        target.json     {"format": 1, "name": "cup", "images": ["ref-0.png"], "features": "..."}
+        ref-0.png       the reference photos as registered (PNG, longer side <= 1024 px)
+        features.npz    cached keypoints and descriptors, per photo
+
+A target folder is written next to its final place and renamed into it, so a
+crash never leaves half a target under a valid name. A folder that cannot be
+read (missing or corrupt metadata, unreadable photo) is logged and skipped;
+cached features made by another feature version are recomputed from the photos.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from detectors.core import ImageBGR
+from detectors.objects.features import (
+    REF_FEATURES,
+    REF_SIDE,
+    Features,
+    TargetError,
+    reference_features,
+)
+from detectors.objects.index import Target
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+FEATURE_VERSION = f"orb-{REF_SIDE}-{'-'.join(map(str, REF_FEATURES))}"
+"""Changes whenever cached features would differ; older caches are recomputed on load."""
+STORED_SIDE = 1024
+"""Reference photos are stored shrunk to this longer side."""
+ENV_VAR = "FUSCAN_TARGETS"
+"""Overrides the default folder (``--targets DIR`` overrides both)."""
+_NAME = re.compile(r"^[^\W_][\w\- ]{0,63}$")
+RESERVED = frozenset({"fu"})
+"""Labels of the built-in detector: a target may not take them."""
+
+
+def default_dir() -> Path:
+    """``$FUSCAN_TARGETS``, else ``$XDG_DATA_HOME/fuscan/targets`` (``~/.local/share/...``)."""
+    if os.environ.get(ENV_VAR):
+        return Path(os.environ[ENV_VAR]).expanduser()
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "fuscan" / "targets"
+
+
+def check_name(name: str) -> None:
+    """Raises TargetError ``bad_name`` unless ``name`` can be a label and a folder name."""
+    if not isinstance(name, str) or not _NAME.match(name) or name != name.strip():
+        raise TargetError(
+            "bad_name",
+            "a target name is 1-64 letters, digits, '-', '_' or spaces, starting with a "
+            "letter or digit",
+        )
+    if name.lower() in RESERVED:
+        raise TargetError("bad_name", f"{name!r} is the built-in detector's label")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTarget:
+    target: Target
+    images: int
+    folder: Path
+
+
+class TargetStore:
+    """Reads and writes the targets folder. Not thread-safe: the registry serialises writes."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def load_all(self) -> list[StoredTarget]:
+        """Every readable target, by name; unreadable folders are logged and skipped."""
+        if not self.root.is_dir():
+            return []
+        found: list[StoredTarget] = []
+        for folder in sorted(self.root.iterdir()):
+            if folder.name.startswith(".") or not folder.is_dir():
+                continue
+            try:
+                found.append(self.load(folder))
+            except Exception as exc:  # any bad folder is skipped, never fatal
+                log.warning("skipping target folder %s: %s", folder, exc)
+        return found
+
+    def load(self, folder: Path) -> StoredTarget:
+        """One target folder.
+
+        Raises:
+            ValueError, OSError, KeyError: the folder is not a valid target.
+        """
+        meta = json.loads((folder / "target.json").read_text(encoding="utf-8"))
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"unknown format {meta.get('format')!r}")
+        name = meta["name"]
+        check_name(name)
+        if name != folder.name:
+            raise ValueError(f"folder name differs from target name {name!r}")
+        images = [str(n) for n in meta["images"]]
+        if not images:
+            raise ValueError("no reference images")
+        views = None
+        if meta.get("features") == FEATURE_VERSION:
+            views = _read_features(folder / "features.npz", len(images))
+        if views is None:
+            log.info("target %r: computing features (%s)", name, FEATURE_VERSION)
+            views = tuple(reference_features(_read_image(folder / n)) for n in images)
+            _write_features(folder, views)
+            meta["features"] = FEATURE_VERSION
+            _write_json(folder / "target.json", meta)
+        return StoredTarget(Target(name, views), len(images), folder)
+
+    def save(self, name: str, images: list[ImageBGR], views: tuple[Features, ...]) -> Path:
+        """Write (or replace) target ``name`` atomically; returns its folder."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=self.root))
+        try:
+            files = []
+            for i, image in enumerate(images):
+                file = f"ref-{i}.png"
+                _write_image(staging / file, _shrink(image))
+                files.append(file)
+            _write_features(staging, views)
+            meta = {"format": FORMAT, "name": name, "images": files, "features": FEATURE_VERSION}
+            _write_json(staging / "target.json", meta)
+            final = self.root / name
+            if final.exists():
+                old = final.with_name(f".{name}.old")
+                shutil.rmtree(old, ignore_errors=True)
+                final.rename(old)
+                staging.rename(final)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                staging.rename(final)
+            return final
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def remove(self, name: str) -> None:
+        check_name(name)
+        shutil.rmtree(self.root / name)
+
+
+def _shrink(image: ImageBGR) -> ImageBGR:
+    scale = STORED_SIDE / max(image.shape[:2])
+    if scale >= 1:
+        return image
+    return np.asarray(cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA))
+
+
+def _read_image(path: Path) -> ImageBGR:
+    data = np.fromfile(str(path), np.uint8)
+    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    if image is None:
+        raise ValueError(f"cannot read image {path.name}")
+    return np.asarray(image, np.uint8)
+
+
+def _write_image(path: Path, image: ImageBGR) -> None:
+    ok, blob = cv2.imencode(".png", image)
+    if not ok:
+        raise OSError(f"cannot encode {path.name}")
+    path.write_bytes(blob.tobytes())
+
+
+def _write_json(path: Path, value: dict[str, object]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(value, ensure_ascii=False, indent=1), encoding="utf-8")
+    tmp.replace(path)
+
+
+def _write_features(folder: Path, views: tuple[Features, ...]) -> None:
+    arrays: dict[str, np.ndarray] = {}
+    for i, view in enumerate(views):
+        arrays[f"points_{i}"] = view.points
+        arrays[f"descriptors_{i}"] = view.descriptors
+        arrays[f"size_{i}"] = np.array([view.width, view.height], np.int32)
+    with (folder / "features.npz").open("wb") as out:
+        np.savez(out, allow_pickle=False, **arrays)
+
+
+def _read_features(path: Path, count: int) -> tuple[Features, ...] | None:
+    """Cached views, or ``None`` when the cache is missing or does not fit (then recompute)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            views = []
+            for i in range(count):
+                points = np.asarray(data[f"points_{i}"], np.float32)
+                descriptors = np.asarray(data[f"descriptors_{i}"], np.uint8)
+                width, height = (int(v) for v in data[f"size_{i}"])
+                if points.shape != (len(descriptors), 2) or descriptors.shape[1:] != (32,):
+                    return None
+                views.append(Features(points, descriptors, width, height))
+            return tuple(views)
+    except (OSError, KeyError, ValueError) as exc:
+        log.warning("feature cache %s unreadable (%s): recomputing", path, exc)
+        return None
