@@ -12,6 +12,7 @@ from pathlib import Path
 from clients.bench import add_arguments as bench_arguments
 from clients.loadtest import add_arguments as loadtest_arguments
 from clients.replay import add_arguments as replay_arguments
+from detectors.objects.cli import add_arguments as targets_arguments
 from stream.admission import ServerConfig
 
 
@@ -55,6 +56,13 @@ def main(argv: list[str] | None = None) -> int:
         help="accept session requests only from these origins (repeatable; default: any)",
     )
     serve.add_argument("--ice-timeout", type=float, default=limits.ice_timeout_s)
+    serve.add_argument(
+        "--targets",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="registered scan targets (default: $FUSCAN_TARGETS or ~/.local/share/fuscan/targets)",
+    )
 
     replay = sub.add_parser("replay", help="run recorded videos through the session pipeline")
     replay_arguments(replay)
@@ -78,6 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     bench = sub.add_parser("bench", help="where the milliseconds go: detector, pipeline, capacity")
     bench_arguments(bench)
 
+    targets = sub.add_parser("targets", help="object scan: add, list or remove scan targets")
+    targets_arguments(targets)
+    sub.add_parser(
+        "eval-targets",
+        add_help=False,  # its own options and --help: detectors/objects/evaluate.py
+        help="object scan on synthetic clips: precision, recall, cost per frame",
+    )
+
     profiles = sub.add_parser("profiles", help="device profiles, their model tier and latency")
     profiles.add_argument("--bench", action="store_true", help="also time each model here")
     eval_hw = sub.add_parser("eval-hw", help="the same clips on each device profile: fps, recall")
@@ -98,6 +114,10 @@ def main(argv: list[str] | None = None) -> int:
         from voting.evaluate import main as eval_voting
 
         return eval_voting(rest)
+    if args.command == "eval-targets":
+        from detectors.objects.evaluate import main as eval_targets
+
+        return eval_targets(rest)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -120,8 +140,21 @@ def main(argv: list[str] | None = None) -> int:
             allowed_origins=frozenset(args.allow_origin),
             ice_timeout_s=args.ice_timeout,
         )
-        run_server(args.host, args.port, config, args.precision, args.https, args.cert, args.key)
+        run_server(
+            args.host,
+            args.port,
+            config,
+            args.precision,
+            args.https,
+            args.cert,
+            args.key,
+            targets=args.targets,
+        )
         return 0
+    if args.command == "targets":
+        from detectors.objects.cli import targets_main
+
+        return targets_main(args)
     if args.command == "replay":
         from clients.replay import replay_main
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from detectors.card import list_cards
 from detectors.core import Detector
+from detectors.objects import CombinedDetector, TargetRegistry
 from detectors.onnx_detector import OnnxDetector
 from hw_sim import DeviceSimulator, ModelChoiceError, ModelSpec, choose_model, get_profile
 from stream.session import FrameError, Send, Session
@@ -70,6 +71,7 @@ class Pipelines:
         workers: int | None = None,
         models: Sequence[tuple[ModelSpec, Detector]] = (),
         precision: str = "int8",
+        targets: TargetRegistry | None = None,
     ) -> None:
         """Share ``detectors`` (tier -> detector of ``precision``) among sessions.
 
@@ -77,6 +79,8 @@ class Pipelines:
             models: every loaded model with the spec hw_sim chooses by. Without
                 them, each detector counts as a model of 0 MACs: emulated
                 profiles then cost only their fixed per-frame time.
+            targets: registered scan targets, recognised in every session's
+                frames next to the model's classes; ``None``: none.
         """
         if not detectors:
             raise RuntimeError("no detectors to serve")
@@ -85,12 +89,15 @@ class Pipelines:
             ModelSpec(tier, precision, macs=0): det for tier, det in detectors.items()
         }
         self.precision = precision
+        self.targets = targets
         self.executor = ThreadPoolExecutor(
             max_workers=workers or os.cpu_count() or 1, thread_name_prefix="infer"
         )
 
     @classmethod
-    def from_models(cls, precision: str = "int8") -> Pipelines:
+    def from_models(
+        cls, precision: str = "int8", targets: TargetRegistry | None = None
+    ) -> Pipelines:
         """Load every shipped model (done once, at start-up); ``precision`` serves the host.
 
         Emulated profiles get the build their profile asks for (int8 or fp32).
@@ -102,7 +109,7 @@ class Pipelines:
         primary: dict[str, Detector] = {
             spec.tier: det for spec, det in loaded if spec.precision == precision
         }
-        return cls(primary, models=loaded, precision=precision)
+        return cls(primary, models=loaded, precision=precision, targets=targets)
 
     def detector_for(self, tier: str) -> Detector:
         try:
@@ -131,6 +138,8 @@ class Pipelines:
     def open(self, options: SessionOptions, send: Send, *, realtime: bool = True) -> Session:
         """A session for one client; ``realtime=False`` runs as fast as the host allows."""
         simulator, detector = self.simulator_for(options)
+        if self.targets is not None:
+            detector = CombinedDetector(detector, self.targets)
         voter = make_voter(options.preset, **options.voting)
         return Session(detector, voter, simulator, send, self.executor, realtime=realtime)
 

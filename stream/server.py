@@ -11,6 +11,7 @@ import aioice.ice
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from detectors.objects import TargetRegistry, default_dir
 from hw_sim import PROFILES
 from stream.admission import Admission, ServerConfig, guard_middleware
 from stream.pipelines import Pipelines, SessionOptions
@@ -83,8 +84,12 @@ def serve(
     https: bool = False,
     cert: Path | None = None,
     key: Path | None = None,
+    targets: Path | None = None,
 ) -> None:
-    """Run the server until interrupted. ``https`` uses ``cert``/``key`` or a self-signed pair."""
+    """Run the server until interrupted. ``https`` uses ``cert``/``key`` or a self-signed pair.
+
+    ``targets`` is the folder of registered scan targets (default: :func:`default_dir`).
+    """
     loopback = ipaddress.ip_address(host if host != "localhost" else "127.0.0.1").is_loopback
     if loopback:
         aioice.ice.get_host_addresses = loopback_host_addresses
@@ -94,7 +99,8 @@ def serve(
         if cert is None or key is None:
             cert, key = self_signed_certificate(DEFAULT_TLS_DIR, lan)
         context = server_context(cert, key)
-    app = build_app(Pipelines.from_models(precision), config)
+    registry = TargetRegistry.open(targets or default_dir())
+    app = build_app(Pipelines.from_models(precision, targets=registry), config)
     scheme = "https" if context else "http"
     shown = [host] if host not in ("0.0.0.0", "::") else ["127.0.0.1", *lan_addresses()]
     for address in shown:
