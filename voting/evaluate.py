@@ -191,37 +191,74 @@ def _score_boxes(clip: Clip, updates: Sequence[VoteUpdate], tally: Tally) -> Non
         previous = current
 
 
-def calibrate(clips: Iterable[Clip], tracker: Callable[[], IouTracker], cap: float) -> ScoreModel:
-    """Fit a :class:`ScoreModel` from clips with known truth, tracking as the voter would.
+@dataclass(slots=True)
+class TrackRecord:
+    """What one track saw, for calibration."""
 
-    A track is positive when its first box matches a 福; its frames count
-    while that 福 is in view. Every other track is negative for all its frames.
+    obj: int | None  # index of the 福 it follows, None for a false track
+    scores: list[float] = field(default_factory=list)
+    frames: int = 0
+
+
+def track_records(clips: Iterable[Clip], tracker: Callable[[], IouTracker]) -> list[TrackRecord]:
+    """Track each clip as the voter would and record every track's scores and length.
+
+    A track is real when its first box matches a 福; its frames count while
+    that 福 is in view. Every other track is false for all its frames.
     """
-    positive: list[float] = []
-    negative: list[float] = []
-    frames = [0, 0]
+    records: list[TrackRecord] = []
     for clip in clips:
         tracks = tracker()
-        truth: dict[int, int | None] = {}
+        by_id: dict[int, TrackRecord] = {}
         for dets, t, i in zip(clip.detections, clip.times, clip.frame_index, strict=True):
             pairs = tracks.associate(list(dets), float(t))
-            scores = {track.id: det.score for track, det in pairs}
             for track, det in pairs:
-                if track.id not in truth:
+                if track.id not in by_id:
                     obj = _matching_object(clip, det.box, int(i))
-                    truth[track.id] = (
-                        obj if obj is not None and clip.objects[obj].label == FU else None
-                    )
+                    real = obj is not None and clip.objects[obj].label == FU
+                    by_id[track.id] = TrackRecord(obj if real else None)
+                    records.append(by_id[track.id])
+            scores = {track.id: det.score for track, det in pairs}
             for track in tracks.tracks:
-                obj = truth[track.id]
-                if obj is not None and np.isnan(clip.objects[obj].boxes[i][0]):
+                record = by_id[track.id]
+                if record.obj is not None and np.isnan(clip.objects[record.obj].boxes[i][0]):
                     continue  # the 福 has left: what follows says nothing about H1
-                frames[obj is None] += 1
+                record.frames += 1
                 if track.id in scores:
-                    (negative if obj is None else positive).append(scores[track.id])
+                    record.scores.append(scores[track.id])
             tracks.expire(float(t))
+    return records
+
+
+def calibrate(records: Sequence[TrackRecord], cap: float, by: str = "frame") -> ScoreModel:
+    """Fit a :class:`ScoreModel` to what real and false tracks saw.
+
+    ``by="frame"`` histograms every frame's score (Wald's i.i.d. model).
+    ``by="track"`` histograms each track's median score, one sample per
+    track: a detector's errors persist on a track (a look-alike scores about
+    the same for seconds), so what a score says is how often real and false
+    tracks sit at that level, not how many frames do. The miss LLR comes from
+    frames in both cases.
+    """
+    real = [r for r in records if r.obj is not None]
+    false = [r for r in records if r.obj is None]
     edges = [round(0.3 + 0.05 * k, 2) for k in range(1, 14)]
-    return ScoreModel.fit(positive, frames[0], negative, frames[1], edges, cap)
+    per_frame = ScoreModel.fit(
+        [s for r in real for s in r.scores],
+        sum(r.frames for r in real),
+        [s for r in false for s in r.scores],
+        sum(r.frames for r in false),
+        edges,
+        cap,
+    )
+    if by == "frame":
+        return per_frame
+    real_levels = [float(np.median(r.scores)) for r in real if r.scores]
+    false_levels = [float(np.median(r.scores)) for r in false if r.scores]
+    levels = ScoreModel.fit(
+        real_levels, len(real_levels), false_levels, len(false_levels), edges, cap
+    )
+    return ScoreModel(levels.edges, levels.llrs, per_frame.miss_llr)
 
 
 ClipSource = Callable[[str, int], Clip]
@@ -368,10 +405,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--score-model",
-        choices=["default", "fit"],
+        choices=["default", "fit-frame", "fit-track"],
         default="default",
         help="the presets' built-in per-frame LLR (what sessions use), or one fitted on "
-        "calibration clips (other seeds)",
+        "calibration clips (other seeds) per frame or per track (see calibrate)",
     )
     parser.add_argument("--calibration-clips", type=int, default=300)
     parser.add_argument(
@@ -401,15 +438,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         length = args.seconds
         described = f"rendered clips (detectors.synth) through model {args.tier}-{args.precision}"
     overrides: dict[str, Any] = {}
-    if args.score_model == "fit":
+    if args.score_model != "default":
         config = make_config()
         cal_seeds = range(CALIBRATION_SEED, CALIBRATION_SEED + args.calibration_clips)
         cal_clips = make_clips(source, cal_seeds, args.calibration_clips * length / 3, length)
-        model = calibrate(
+        records = track_records(
             cal_clips,
             lambda: IouTracker(config.min_iou, config.max_gap, config.max_centre_distance),
-            cap=LLR_CAP,
         )
+        model = calibrate(records, LLR_CAP, args.score_model.removeprefix("fit-"))
         overrides["score_model"] = model
         print(
             f"score model fitted on {len(cal_clips)} calibration clips (seeds {CALIBRATION_SEED}+):"

@@ -17,13 +17,12 @@ from voting.sequential import SequentialConfig, SequentialVoter
 from voting.tracker import IouTracker
 
 PRESETS: dict[str, dict[str, Any]] = {
-    # Fewest wrong decisions: alpha 1e-4, and one frame stands for up to 0.3 s
-    # only, so that a look-alike's brief run of high scores weighs less.
-    # About a second on a clear view (docs/voting.md has the measured table).
-    "strict": {"alpha": 1e-4, "beta": 1e-2, "evidence_time": 0.3, "hold": 4.0},
+    # Fewest wrong decisions: alpha 1e-4, and more contrary evidence to lose it.
+    # About 0.7 s on a clear view (docs/voting.md has the measured tables).
+    "strict": {"alpha": 1e-4, "beta": 1e-2, "hold": 4.0},
     # The default: alpha 1e-3, about half a second on a clear view.
     "balanced": {},
-    # Quickest feedback, for demos: alpha 1e-2, about a third of a second.
+    # Quickest feedback, for demos: alpha 1e-2, about 0.2 s.
     "fast": {"alpha": 1e-2, "beta": 5e-2, "hold": 2.0},
 }
 """Overrides of the :class:`SequentialConfig` defaults per preset."""

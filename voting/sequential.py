@@ -35,6 +35,14 @@ class SequentialConfig:
             for at most (about the correlation time of the detector's errors).
             A frame ``dt`` seconds after the previous one weighs
             ``min(dt, evidence_time) / evidence_time``.
+        memory: seconds over which evidence fades (by 1/e). A detector's errors
+            persist on a track: a look-alike that scores a little above
+            neutral for seconds would, in a plain SPRT, drift up to the
+            recognition level however weak each frame's evidence. With fading,
+            a steady per-sample LLR ``d`` can only build up to about
+            ``d * memory / evidence_time``, so only tracks whose frames keep
+            saying "福" clearly get recognized; a clear view, which gets there
+            in a few tenths of a second, is hardly slowed. ``inf``: Wald's test.
         floor: the lowest LLR a track not yet recognized can sink to. Wald's
             lower level would end the test ("not this object"); a stream never
             ends it, so a track that looked bad (an object still coming into
@@ -55,6 +63,7 @@ class SequentialConfig:
     alpha: float = 1e-3
     beta: float = 1e-2
     evidence_time: float = 0.2
+    memory: float = 2.0
     floor: float = -2.0
     hold: float = 3.0
     lose_below: float = 0.0
@@ -72,6 +81,7 @@ class SequentialConfig:
         thresholds = SprtThresholds.from_error_rates(self.alpha, self.beta)
         positive = {
             "evidence_time": self.evidence_time,
+            "memory": self.memory,
             "max_gap": self.max_gap,
             "max_tracks": self.max_tracks,
             "smooth_min_cutoff": self.smooth_min_cutoff,
@@ -179,13 +189,15 @@ class SequentialVoter:
         c = self.config
         # A new track's first frame is one whole independent sample; later frames
         # weigh the media time since the track's previous frame, up to one sample.
-        weight = 1.0
+        weight, kept = 1.0, 1.0
         if state.last_t is not None:
-            weight = min(t - state.last_t, c.evidence_time) / c.evidence_time
+            dt = t - state.last_t
+            weight = min(dt, c.evidence_time) / c.evidence_time
+            kept = math.exp(-dt / c.memory)
         state.last_t = t
         llr = c.score_model.llr(None if det is None else det.score)
         ceiling = self._upper + c.hold if state.recognized else math.inf
-        state.llr = min(ceiling, max(c.floor, state.llr + weight * llr))
+        state.llr = min(ceiling, max(c.floor, kept * state.llr + weight * llr))
 
     def _decide(self, track: Track, state: TrackEvidence, t: float, seen: bool) -> VoteEvent | None:
         box = state.box

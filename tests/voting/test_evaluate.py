@@ -117,17 +117,21 @@ def test_parse_voters_rejects(spec):
         evaluate.parse_voters(spec, {})
 
 
-def test_calibration_separates_real_from_false_tracks():
+@pytest.mark.parametrize("by", ["frame", "track"])
+def test_calibration_separates_real_from_false_tracks(by):
     source, length = evaluate.sim_source(evaluate.NoiseModel())
     clips = evaluate.make_clips(source, range(8), negative_seconds=40, length=length)
-    config = evaluate.make_config()
-    model = evaluate.calibrate(clips, lambda: evaluate.IouTracker(), cap=3.0)
+    records = evaluate.track_records(clips, evaluate.IouTracker)
+    assert {r.obj is None for r in records} == {True, False}
+    assert all(r.frames >= len(r.scores) for r in records)
+    model = evaluate.calibrate(records, cap=3.0, by=by)
     assert model.llr(0.95) > 1 > 0 > model.llr(0.35)
     assert model.llr(None) < 0
-    assert config.score_model is not model
 
 
-@pytest.mark.parametrize(("model", "fitted"), [("default", False), ("fit", True)])
+@pytest.mark.parametrize(
+    ("model", "fitted"), [("default", False), ("fit-frame", True), ("fit-track", True)]
+)
 def test_main_prints_a_table(capsys, model, fitted):
     argv = "--clips 3 --negative-hours 0.01 --calibration-clips 3 --fps 15 --voters balanced,kofn"
     assert evaluate.main([*argv.split(), "--score-model", model]) == 0
