@@ -17,14 +17,10 @@ import argparse
 import asyncio
 import contextlib
 import json
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from pathlib import Path
 
 import aiohttp
 import aioice.ice
@@ -34,11 +30,11 @@ import psutil
 from aiortc import RTCPeerConnection, RTCSessionDescription, VideoStreamTrack
 from websockets.asyncio.client import connect
 
+from clients.local_server import local_server as running_server
 from clients.ws_client import encode_jpeg
 from detectors.core import ImageBGR
 from stream.server import loopback_host_addresses
 
-ROOT = Path(__file__).resolve().parent.parent
 VIDEO_CLOCK = 90_000
 
 
@@ -213,43 +209,19 @@ def report(streams: list[StreamStats], samples: list[Sample], duration: float) -
     return "\n".join(lines)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
-def local_server(profile: str) -> tuple[str, int]:  # type: ignore[misc]
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "run.py"),
-            "serve",
-            "--port",
-            str(port),
-            "--profile",
-            profile,
-            "--max-sessions",
-            "256",
-            "--max-sessions-per-client",
-            "256",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            with contextlib.suppress(OSError):
-                urllib.request.urlopen(url + "/", timeout=1).close()
-                break
-            time.sleep(0.2)
-        yield url, process.pid
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
+def local_server(profile: str) -> Iterator[tuple[str, int]]:
+    """A quiet local server on ``profile`` with room for many sessions: (url, pid)."""
+    with running_server(
+        "--profile",
+        profile,
+        "--max-sessions",
+        "256",
+        "--max-sessions-per-client",
+        "256",
+        quiet=True,
+    ) as server:
+        yield server.url, server.process.pid
 
 
 @dataclass

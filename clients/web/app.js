@@ -166,6 +166,7 @@ async function startWebRtc(generation, onLost) {
   pc.addEventListener("connectionstatechange", () => {
     if (["failed", "disconnected", "closed"].includes(pc.connectionState)) onLost();
   });
+  channel.addEventListener("close", onLost);  // the server went away or restarted
   return transport;
 }
 
@@ -209,8 +210,10 @@ async function connect() {
   const generation = ++state.generation;
   state.transport?.close();
   state.transport = null;
+  let lost = false;  // several signals (channel close, state change) report one loss
   const onLost = () => {
-    if (generation !== state.generation) return;
+    if (lost || generation !== state.generation) return;
+    lost = true;
     const delay = RECONNECT_MS[Math.min(state.reconnects++, RECONNECT_MS.length - 1)];
     setStatus(`connection lost; reconnecting in ${delay / 1000} s…`, true);
     setTimeout(() => { if (generation === state.generation) connect(); }, delay);

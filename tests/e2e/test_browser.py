@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import Page, sync_playwright
 
 from clients.clips import write_y4m
+from clients.local_server import start_server, stop_server
 from detectors.synth.scenes import make_clip
 
 pytestmark = pytest.mark.browser
@@ -29,7 +30,10 @@ def clip_file(tmp_path: Path, content: str, seed: int) -> Path:
 
 @contextlib.contextmanager
 def demo_page(
-    url: str, clip: Path, prepare: Callable[[Page], None] = lambda page: None
+    url: str,
+    clip: Path,
+    prepare: Callable[[Page], None] = lambda page: None,
+    allow_camera: bool = True,
 ) -> Iterator[Page]:
     """The demo page at ``url`` in headless Chromium whose camera plays ``clip``; ``prepare``
     runs before the page loads (e.g. to intercept requests)."""
@@ -38,7 +42,7 @@ def demo_page(
             executable_path=CHROMIUM,
             args=[
                 "--no-sandbox",
-                "--use-fake-ui-for-media-stream",
+                *(["--use-fake-ui-for-media-stream"] if allow_camera else []),
                 "--use-fake-device-for-media-stream",
                 f"--use-file-for-fake-video-capture={clip}",
                 "--disable-background-networking",
@@ -110,3 +114,29 @@ def test_when_webrtc_cannot_connect_the_page_falls_back_to_the_websocket(live_se
         results = wait_for(page, recognized, limit_s=60)
         assert page.text_content("#stat-transport") == "websocket"
     assert frames(results)
+
+
+def test_a_denied_camera_is_explained_on_the_page(live_server, tmp_path):
+    with demo_page(
+        live_server + "/?autostart", clip_file(tmp_path, "empty", 1), allow_camera=False
+    ) as page:
+        page.wait_for_function("document.querySelector('#status').textContent.includes('camera')")
+        assert "camera unavailable" in page.text_content("#status")
+        assert page.is_enabled("#start")  # the user can try again
+        assert page.evaluate("window.scanResults") == []
+
+
+def test_the_page_reconnects_when_the_server_comes_back(tmp_path):
+    server = start_server()
+    try:
+        with demo_page(server.url + "/?autostart", clip_file(tmp_path, "fu", seed=7)) as page:
+            before = len(wait_for(page, lambda r: len(frames(r)) >= 3))
+            stop_server(server)
+            page.wait_for_function(
+                "document.querySelector('#status').textContent.includes('reconnecting')",
+                timeout=30_000,
+            )
+            server = start_server(port=server.port)
+            wait_for(page, lambda r: len(frames(r[before:])) >= 3, limit_s=60)
+    finally:
+        stop_server(server)
