@@ -20,6 +20,7 @@ from stream.admission import Admission, ServerConfig, refuse
 from stream.images import MAX_FRAME_BYTES, MAX_PIXELS, image_decoder
 from stream.pipelines import Pipelines, SessionOptions
 from stream.session import FrameError, Message, Session, error_message
+from stream.targets_api import TARGET_MESSAGES, TargetMessages
 
 PROTOCOL_VERSION = 1
 MAX_FPS = 60.0
@@ -66,6 +67,7 @@ class WebsocketConnection:
         self.next_t: float | None = None  # client timestamp for the next frame
         self.last_t = float("-inf")
         self.frame_budget = TokenBucket(rate=MAX_FPS, burst=MAX_FPS)
+        self.targets = TargetMessages(pipelines.targets, pipelines.executor)
 
     async def send(self, message: Message) -> None:
         if not self.ws.closed:
@@ -82,6 +84,10 @@ class WebsocketConnection:
             if isinstance(t, bool) or not isinstance(t, int | float) or not t >= 0:
                 raise FrameError("bad_field", "timestamp 't' must be a number of seconds >= 0")
             self.next_t = float(t)
+        elif kind in TARGET_MESSAGES:
+            reply = await self.targets.on_text(request)
+            if reply is not None:
+                await self.send(reply)
         else:
             raise FrameError("unknown_type", f"unknown message type {kind!r}")
 
@@ -105,6 +111,13 @@ class WebsocketConnection:
                 },
             }
         )
+
+    async def on_binary(self, data: bytes) -> None:
+        """A camera frame, or the reference photo a ``register_target`` announced."""
+        if self.targets.waiting:
+            await self.send(await self.targets.on_image(data))
+        else:
+            self.on_frame(data)
 
     def on_frame(self, data: bytes) -> None:
         if self.session is None:
@@ -155,7 +168,7 @@ class WebsocketApi:
                     if msg.type == WSMsgType.TEXT:
                         await connection.on_text(msg.data)
                     elif msg.type == WSMsgType.BINARY:
-                        connection.on_frame(msg.data)
+                        await connection.on_binary(msg.data)
                 except FrameError as exc:
                     await connection.send(error_message(exc.code, str(exc)))
         finally:

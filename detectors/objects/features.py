@@ -37,7 +37,7 @@ MIN_SIDE = 96
 """A reference whose shorter side is below this many pixels is refused (``image_too_small``)."""
 MIN_CONTRAST = 12.0
 """Grey-level standard deviation below which a reference has no texture (``no_texture``)."""
-MIN_SHARPNESS = 40.0
+MIN_SHARPNESS = 20.0
 """Variance of the Laplacian of the normalised reference below which it is ``too_blurry``."""
 MIN_KEYPOINTS = 150
 """Fewest keypoints a reference must have over all scales (``too_few_features``)."""

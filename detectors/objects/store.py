@@ -208,6 +208,6 @@ def _read_features(path: Path, count: int) -> tuple[Features, ...] | None:
                     return None
                 views.append(Features(points, descriptors, width, height))
             return tuple(views)
-    except (OSError, KeyError, ValueError) as exc:
+    except Exception as exc:  # BadZipFile, EOFError, OSError, KeyError...: recompute
         log.warning("feature cache %s unreadable (%s): recomputing", path, exc)
         return None
