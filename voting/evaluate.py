@@ -1,9 +1,11 @@
 """``python run.py eval-voting``: labelled clips through voting, one row per preset and frame rate.
 
 Clips come from the detector noise model of :mod:`voting.simulate` (many seeds,
-hours of negative video in seconds). Each clip's detections are computed once
-and devices are emulated by subsampling frames in time, so every preset and
-every frame rate sees the same timeline.
+hours of negative video in minutes) or, with ``--source synth``, from
+:mod:`detectors.synth` through the shipped detector (:mod:`voting.rendered`,
+cached). Each clip's detections are computed once and devices are emulated
+by subsampling frames in time, so every preset and every frame rate sees the
+same timeline.
 
 Metrics (see docs/voting.md):
 

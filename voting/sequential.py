@@ -4,9 +4,11 @@ Every track carries a running log-likelihood ratio (LLR) "real object" vs
 "detector mistake" (Wald's SPRT). Each frame adds the LLR of what the track
 got (a detection's score, or nothing), weighted by the media time the frame
 stands for, so that a 30 fps phone does not decide 6x faster than a 5 fps
-one merely from seeing more (strongly correlated) frames. The track is
-recognized when the sum reaches the level set by the target error rates;
-hysteresis keeps it recognized through a few bad frames.
+one merely from seeing more (strongly correlated) frames; and it fades over
+a few seconds, so that a look-alike scored a little above neutral for a long
+time cannot drift up to a decision. The track is recognized when the sum
+reaches the level set by the target error rates; hysteresis keeps it
+recognized through a few bad frames.
 """
 
 from __future__ import annotations
