@@ -31,6 +31,8 @@ Message = dict[str, object]
 Send = Callable[[Message], Awaitable[None]]
 
 ARRIVAL_GRACE = 0.005
+MAX_LAG = 0.25
+"""Seconds a real-time session may fall behind the emulated phone before it skips frames."""
 REANCHOR_S = 1.0
 """A frame arriving this far from its media time moves the session's media clock (bounds waits)."""
 """Seconds a real-time session waits past a media time before it takes all frames up to it as in."""
@@ -86,6 +88,10 @@ class Session:
             queued), and call :meth:`flush` at the end.
         arrival_grace: seconds past a media time after which a real-time
             session takes every frame up to that time as arrived.
+        max_lag: seconds a real-time session may run behind the emulated
+            phone (a host stall) before it skips the frames the phone would
+            have finished: short stalls only delay messages, and the queue
+            stays bounded (about ``max_lag`` x frame rate) whatever the host.
     """
 
     def __init__(
@@ -98,6 +104,7 @@ class Session:
         *,
         realtime: bool = True,
         arrival_grace: float = ARRIVAL_GRACE,
+        max_lag: float = MAX_LAG,
     ) -> None:
         self.detector = detector
         self.voter = voter
@@ -106,6 +113,7 @@ class Session:
         self._executor = executor
         self._realtime = realtime
         self._grace = arrival_grace
+        self._max_lag = max_lag
         self._slot: LatestFrameSlot[PendingFrame] = LatestFrameSlot()
         self._timeline: DeviceTimeline[PendingFrame] | None = (
             simulator.timeline() if simulator.emulated else None
@@ -229,17 +237,16 @@ class Session:
         return start.frame, start
 
     def _skip_overdue(self) -> None:
-        """Drop queued starts the phone would have finished by now (with ``arrival_grace``
-        to spare), but keep the newest. Now, in media time, is at least the last arrival's.
+        """Drop queued starts the phone would have finished more than ``max_lag`` ago, but
+        keep the newest. Now, in media time, is at least the last arrival's.
 
         Only a host slower than the emulated phone leaves such starts; then
-        timing is the host's, not the phone's, and a warning says so. This
-        keeps the queue at a few starts whatever the host's speed.
+        timing is the host's, not the phone's, and a warning says so.
         """
         if self._origin is None or self._timeline is None:
             return
         now = max(asyncio.get_running_loop().time() - self._origin, self._timeline.last_arrival)
-        while len(self._starts) > 1 and self._starts[0].finish + self._grace < now:
+        while len(self._starts) > 1 and self._starts[0].finish + self._max_lag < now:
             self._starts.popleft()
             self.host_behind += 1
             if self.host_behind == 1:

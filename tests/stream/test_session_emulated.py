@@ -148,6 +148,45 @@ def test_host_slower_than_the_phone_is_counted():
     assert run_virtual(main).host_slower == 1
 
 
+def test_a_short_host_stall_delays_messages_but_changes_no_frame_or_event():
+    async def play_with_stall(realtime):
+        """Like ``play``, but the event loop is blocked for 150 ms at frame 30 (a host hiccup):
+        frames 30-34 then arrive in one burst."""
+        loop = asyncio.get_running_loop()
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        simulator = DeviceSimulator(phone(gop_s=40.0), MODEL, 3)
+        session = Session(
+            RedSquareDetector("s"),
+            KOfNVoter(),
+            simulator,
+            send,
+            InlineExecutor(),
+            realtime=realtime,
+        )
+        runner = asyncio.create_task(session.run())
+        for i, (t, image) in enumerate(clip()):
+            if not realtime:
+                await session.wait_idle()
+            elif i == 30:
+                loop._virtual_now += 0.15
+            elif not 30 < i < 35:
+                await asyncio.sleep(max(0.0, t - loop.time()))
+            session.submit(lambda image=image: image, t)
+        session.flush()
+        await session.wait_idle()
+        session.close()
+        await runner
+        return strip_host_timing(sent), session.host_behind
+
+    fast, _ = run_virtual(lambda: play_with_stall(False))
+    real, behind = run_virtual(lambda: play_with_stall(True))
+    assert behind == 0 and real == fast
+
+
 def test_a_host_behind_the_phone_skips_overdue_frames_in_real_time():
     class StallingDetector(RedSquareDetector):
         """Takes 200 ms of the (virtual) clock per frame: far slower than the phone."""
@@ -167,7 +206,7 @@ def test_a_host_behind_the_phone_skips_overdue_frames_in_real_time():
         for t, image in clip():
             await asyncio.sleep(max(0.0, t - loop.time()))
             session.submit(lambda image=image: image, t)
-            assert len(session._starts) <= 2
+            assert len(session._starts) <= 10  # MAX_LAG 0.25 s of 30 fps frames, and one
         session.flush()
         await session.wait_idle()
         session.close()
