@@ -21,6 +21,7 @@ const WS_SEND_FPS = 10;              // frame rate of the websocket fallback
 const RECONNECT_MS = [1000, 2000, 5000, 10000];
 const SPARK_POINTS = 120;
 const HISTORY_ITEMS = 8;
+const REGISTER_TIMEOUT_MS = 15000;     // registering a target: features, disk, index
 
 const state = {
   stream: null,        // camera MediaStream
@@ -99,6 +100,7 @@ function showEvent(msg) {
       `  (t=${msg.t.toFixed(2)} s, score ${msg.score?.toFixed(3) ?? "?"})`;
     $("history").prepend(item);
     while ($("history").children.length > HISTORY_ITEMS) $("history").lastChild.remove();
+    banner.textContent = `${msg.label === "fu" ? "福" : msg.label} recognized!`;
     banner.hidden = false;
     clearTimeout(showEvent.timer);
     showEvent.timer = setTimeout(() => { banner.hidden = true; }, BANNER_MS);
@@ -272,7 +274,53 @@ async function loadProfiles() {
   }
 }
 
+// ---- scan targets --------------------------------------------------------------------------
+
+// Snaps the current video frame and registers it as a scan target (docs/api.md, "Scan
+// targets") over a websocket of its own, so the scanning transport is untouched. The reply
+// is shown in the status line and appended to window.scanResults.
+async function registerTarget() {
+  const name = $("target-name").value.trim();
+  if (!name) { setStatus("type a name for the target first", true); return; }
+  if (!video.videoWidth) { setStatus("start the camera and fill the view with the target", true); return; }
+  const snap = document.createElement("canvas");
+  snap.width = video.videoWidth;
+  snap.height = video.videoHeight;
+  snap.getContext("2d").drawImage(video, 0, 0);
+  const photo = await new Promise((resolve) => snap.toBlob(resolve, "image/jpeg", 0.92));
+  $("register").disabled = true;
+  try {
+    const reply = await sendTargetPhoto(name, photo);
+    window.scanResults.push(reply);
+    if (reply.type === "target_registered") {
+      setStatus(`registered “${reply.name}” (${reply.keypoints} keypoints): now scan it`);
+    } else {
+      setStatus(`target refused (${reply.code}): ${reply.message}`, true);
+    }
+  } catch (err) {
+    setStatus(`registering failed: ${err.message}`, true);
+  } finally {
+    $("register").disabled = false;
+  }
+}
+
+// Resolves with the server's first answer: target_registered, or an error message.
+function sendTargetPhoto(name, photo) {
+  return new Promise((resolve, reject) => {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    const ws = new WebSocket(`${scheme}://${location.host}${withToken("/ws")}`);
+    const timer = setTimeout(() => { ws.close(); reject(new Error("no answer")); }, REGISTER_TIMEOUT_MS);
+    ws.onopen = () => {
+      ws.send(JSON.stringify({ type: "register_target", name, replace: true }));
+      ws.send(photo);
+    };
+    ws.onmessage = (e) => { clearTimeout(timer); ws.close(); resolve(JSON.parse(e.data)); };
+    ws.onerror = () => { clearTimeout(timer); reject(new Error("websocket error")); };
+  });
+}
+
 // Switching device class starts a new session with the new profile.
 $("profile").addEventListener("change", () => { if (state.stream) connect(); });
 $("start").addEventListener("click", start);
+$("register").addEventListener("click", registerTarget);
 loadProfiles().then(() => { if (params.has("autostart")) start(); });
