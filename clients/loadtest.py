@@ -26,6 +26,7 @@ import aiohttp
 import aioice.ice
 import av
 import numpy as np
+import numpy.typing as npt
 import psutil
 from aiortc import RTCPeerConnection, RTCSessionDescription, VideoStreamTrack
 from websockets.asyncio.client import connect
@@ -99,9 +100,14 @@ async def websocket_stream(
 
 
 class ClipTrack(VideoStreamTrack):
-    """A camera that plays ``frames`` in a loop at ``fps``; remembers when it started."""
+    """A camera that plays ``frames`` (I420 arrays) in a loop at ``fps``; remembers its start.
 
-    def __init__(self, frames: list[av.VideoFrame], fps: float) -> None:
+    Every ``recv`` returns a new ``VideoFrame``: tracks share the arrays, never a frame
+    object, whose ``pts`` and cached converter are not safe to share between streams
+    (encoder threads converting one shared frame at once deadlocked).
+    """
+
+    def __init__(self, frames: list[npt.NDArray[np.uint8]], fps: float) -> None:
         super().__init__()
         self.frames, self.fps = frames, fps
         self.n = 0
@@ -111,7 +117,7 @@ class ClipTrack(VideoStreamTrack):
         if self.origin is None:
             self.origin = time.monotonic()
         await asyncio.sleep(max(0.0, self.origin + self.n / self.fps - time.monotonic()))
-        frame = self.frames[self.n % len(self.frames)]
+        frame = av.VideoFrame.from_ndarray(self.frames[self.n % len(self.frames)], "yuv420p")
         frame.pts = round(self.n * VIDEO_CLOCK / self.fps)
         frame.time_base = Fraction(1, VIDEO_CLOCK)
         self.n += 1
@@ -119,7 +125,7 @@ class ClipTrack(VideoStreamTrack):
 
 
 async def webrtc_stream(
-    url: str, frames: list[av.VideoFrame], fps: float, stop: float, stats: StreamStats
+    url: str, frames: list[npt.NDArray[np.uint8]], fps: float, stop: float, stats: StreamStats
 ) -> None:
     pc = RTCPeerConnection()
     track = ClipTrack(frames, fps)
@@ -241,7 +247,15 @@ async def measure_load(
     aioice.ice.get_host_addresses = loopback_host_addresses  # loopback only
     images = clip_frames(fps)
     jpegs = [encode_jpeg(image) for image in images]
-    video = [av.VideoFrame.from_ndarray(image, format="bgr24") for image in images]
+    video = [
+        np.asarray(
+            av.VideoFrame.from_ndarray(image, format="bgr24")
+            .reformat(format="yuv420p")
+            .to_ndarray(),
+            np.uint8,
+        )
+        for image in images
+    ]
     streams = [StreamStats("websocket") for _ in range(ws)]
     streams += [StreamStats("webrtc") for _ in range(webrtc)]
     stop = time.monotonic() + duration
