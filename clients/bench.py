@@ -276,6 +276,8 @@ class DetectorRow:
     fp32_of_peak: float  # achieved / peak of the cores used
     int8_of_peak: float
     int8_ideal_ms: float  # 2 * MACs / INT8 peak of the cores used
+    fp32_best_ms: float  # the quietest round's median: the least disturbed by neighbours
+    int8_best_ms: float
 
 
 def sample_tensor(card: ModelCard, seed: int = 3) -> npt.NDArray[np.float32]:
@@ -304,48 +306,44 @@ def detector_rows(
             cores = min(threads, os.cpu_count() or 1)
             rows.append(
                 DetectorRow(
-                    tier,
-                    threads,
-                    int8.macs,
-                    statistics.median(f),
-                    percentile(f, 90),
-                    statistics.median(i),
-                    percentile(i, 90),
-                    statistics.median(ratios),
-                    min(ratios),
-                    max(ratios),
-                    f_gops,
-                    i_gops,
-                    f_gops / (peak.fp32_per_core * cores),
-                    i_gops / (peak.int8_per_core * cores),
-                    ops / (peak.int8_per_core * cores) / 1e6,
+                    tier=tier,
+                    threads=threads,
+                    macs=int8.macs,
+                    fp32_ms=statistics.median(f),
+                    fp32_p90_ms=percentile(f, 90),
+                    int8_ms=statistics.median(i),
+                    int8_p90_ms=percentile(i, 90),
+                    speedup=statistics.median(ratios),
+                    speedup_min=min(ratios),
+                    speedup_max=max(ratios),
+                    fp32_gop_s=f_gops,
+                    int8_gop_s=i_gops,
+                    fp32_of_peak=f_gops / (peak.fp32_per_core * cores),
+                    int8_of_peak=i_gops / (peak.int8_per_core * cores),
+                    int8_ideal_ms=ops / (peak.int8_per_core * cores) / 1e6,
+                    fp32_best_ms=min(statistics.median(r) for r in times["fp32"]),
+                    int8_best_ms=min(statistics.median(r) for r in times["int8"]),
                 )
             )
     return rows
 
 
 def format_detector(rows: Sequence[DetectorRow]) -> str:
-    header = ["tier", "threads", "MMAC", "fp32 ms p50", "p90", "int8 ms p50", "p90",
-              "speedup [min-max]", "fp32 GOP/s", "% peak", "int8 GOP/s", "% peak",
-              "int8 x ideal"]  # fmt: skip
+    """Medians over every call; ``best`` is the quietest round's median, for the peak ratios too."""
+    header = ["tier", "threads", "MMAC", "fp32 ms p50", "p90", "best", "int8 ms p50", "p90",
+              "best", "speedup [min-max]", "best/best", "fp32 % peak", "int8 GOP/s",
+              "int8 % peak", "best", "int8 x ideal", "best"]  # fmt: skip
     body = [
-        [
-            r.tier,
-            str(r.threads),
-            f"{r.macs / 1e6:.0f}",
-            f"{r.fp32_ms:.2f}",
-            f"{r.fp32_p90_ms:.2f}",
-            f"{r.int8_ms:.2f}",
-            f"{r.int8_p90_ms:.2f}",
-            f"{r.speedup:.2f} [{r.speedup_min:.2f}-{r.speedup_max:.2f}]",
-            f"{r.fp32_gop_s:.1f}",
-            f"{100 * r.fp32_of_peak:.0f}",
-            f"{r.int8_gop_s:.1f}",
-            f"{100 * r.int8_of_peak:.0f}",
-            f"{r.int8_ms / r.int8_ideal_ms:.1f}",
-        ]
+        [r.tier, str(r.threads), f"{r.macs / 1e6:.0f}",
+         f"{r.fp32_ms:.2f}", f"{r.fp32_p90_ms:.2f}", f"{r.fp32_best_ms:.2f}",
+         f"{r.int8_ms:.2f}", f"{r.int8_p90_ms:.2f}", f"{r.int8_best_ms:.2f}",
+         f"{r.speedup:.2f} [{r.speedup_min:.2f}-{r.speedup_max:.2f}]",
+         f"{r.fp32_best_ms / r.int8_best_ms:.2f}",
+         f"{100 * r.fp32_of_peak:.0f}", f"{r.int8_gop_s:.1f}", f"{100 * r.int8_of_peak:.0f}",
+         f"{100 * r.int8_ideal_ms / r.int8_best_ms:.0f}",
+         f"{r.int8_ms / r.int8_ideal_ms:.1f}", f"{r.int8_best_ms / r.int8_ideal_ms:.1f}"]
         for r in rows
-    ]
+    ]  # fmt: skip
     return table(header, body)
 
 
@@ -368,6 +366,7 @@ class OpProfile:
     run_ms: float  # median model_run duration as the profiler saw it
     by_class: dict[str, float]  # ms per run
     by_op: dict[str, float]  # ms per run, by op type (after ORT's graph fusions)
+    by_node: dict[str, tuple[str, float]]  # node -> (op type, median ms per run)
 
 
 def profile_ops(card: ModelCard, threads: int, runs: int) -> OpProfile:
@@ -387,23 +386,61 @@ def profile_ops(card: ModelCard, threads: int, runs: int) -> OpProfile:
             session.run(None, {card.input.name: tensor})
         events = json.loads(Path(session.end_profiling()).read_text())
     model_runs = [e["dur"] for e in events if e.get("name") == "model_run"][3:]
-    by_op: Counter[str] = Counter()
     kernels = [e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
-    # The first runs are warm-up: keep the last ``runs`` runs' kernels, node by node.
+    # The first runs are warm-up: keep the last ``runs`` runs' kernels. Per node the median,
+    # so that a run preempted by a neighbour's process does not count.
     per_run = len(kernels) // (runs + 3) if kernels else 0
+    times: defaultdict[str, list[float]] = defaultdict(list)
+    ops: dict[str, str] = {}
     for e in kernels[3 * per_run :]:
-        by_op[e["args"].get("op_name", "?")] += e["dur"]
+        node = e["name"].removesuffix("_kernel_time")
+        times[node].append(e["dur"] / 1000)
+        ops[node] = e["args"].get("op_name", "?")
+    by_node = {node: (ops[node], statistics.median(t)) for node, t in times.items()}
+    by_op: defaultdict[str, float] = defaultdict(float)
     by_class: defaultdict[str, float] = defaultdict(float)
-    for op, us in by_op.items():
-        by_class[op_class(op)] += us / runs / 1000
+    for op, ms in by_node.values():
+        by_op[op] += ms
+        by_class[op_class(op)] += ms
     return OpProfile(
         card.tier,
         card.precision,
         threads,
         statistics.median(model_runs) / 1000 if model_runs else 0.0,
         dict(by_class),
-        {op: us / runs / 1000 for op, us in by_op.most_common()},
+        dict(sorted(by_op.items(), key=lambda kv: -kv[1])),
+        by_node,
     )
+
+
+def layer_of(node: str) -> str:
+    """The model's layer a node came from, across ORT's renaming after fusions.
+
+    ``/conv4/conv4.1/Relu_output_0_nchwc`` (FP32, fused into an NCHWc Conv) and
+    ``/conv4/conv4.0/Conv_quant_token_7`` (INT8) are both layer ``conv4``.
+    """
+    parts = node.split("/")
+    return parts[1] if node.startswith("/") and len(parts) > 2 else node
+
+
+def layer_times(profile: OpProfile) -> dict[str, float]:
+    """Median ms per run of each layer's convolution."""
+    out: defaultdict[str, float] = defaultdict(float)
+    for node, (op, ms) in profile.by_node.items():
+        if op_class(op) == "conv":
+            out[layer_of(node)] += ms
+    return dict(out)
+
+
+def format_layers(fp32: OpProfile, int8: OpProfile) -> str:
+    """Convolution time per layer, FP32 (fused with its ReLU) vs INT8, in INT8 graph order."""
+    f, i = layer_times(fp32), layer_times(int8)
+    body = [
+        [layer, f"{f[layer]:.3f}" if layer in f else "-", f"{ms:.3f}",
+         f"{f[layer] / ms:.2f}" if layer in f and ms else "-"]
+        for layer, ms in i.items()
+    ]  # fmt: skip
+    return table([f"layer ({int8.tier})", "fp32 ms", "int8 ms", "fp32/int8"], body)
 
 
 def format_profiles(profiles: Sequence[OpProfile]) -> str:
@@ -538,36 +575,64 @@ def frame_message(detections: list[dict[str, object]], index: int) -> dict[str, 
     }  # fmt: skip
 
 
+STAGE_PATHS = {
+    "VP8 decode": "webrtc",
+    "H264 decode": "webrtc (H.264)",
+    "YUV->BGR (to_ndarray)": "webrtc",
+    "JPEG decode (imdecode)": "websocket",
+}
+"""Stages only one transport has; every other stage is on both paths."""
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedClip:
+    size: tuple[int, int]
+    video: dict[str, list[Packet[Any]]]  # decoder name -> packets
+    jpegs: list[bytes]
+
+
+def encoded_clip(width: int, height: int, n_frames: int) -> EncodedClip:
+    """A generated 福 clip, encoded once as VP8, H.264 and JPEG."""
+    from detectors.synth.scenes import make_clip
+
+    images = make_clip(7, n_frames, FPS, width, height, content="fu").frames
+    video = {
+        "vp8": encode_video(images, "libvpx", FPS),
+        "h264": encode_video(images, "libx264", FPS),
+    }
+    return EncodedClip((width, height), video, [encode_jpeg(image) for image in images])
+
+
 def pipeline_rows(
     sizes: Sequence[tuple[int, int]], tier: str, n_frames: int, rounds: int
 ) -> list[StageRow]:
-    """Per-frame cost of each server stage, one frame after another as a session runs them."""
-    from detectors.synth.scenes import make_clip
+    """Per-frame cost of each server stage, one frame after another as a session runs them.
+
+    Rounds alternate between the frame sizes, so that both see the same neighbours.
+    """
     from voting import make_voter
 
     detector = OnnxDetector(find_card(tier, "int8"), threads=1)
-    card = detector.card
-    rows = []
-    for w, h in sizes:
-        images = make_clip(7, n_frames, FPS, w, h, content="fu").frames
-        encoded = {name: encode_video(images, enc, FPS) for name, enc in
-                   (("vp8", "libvpx"), ("h264", "libx264"))}  # fmt: skip
-        jpegs = [encode_jpeg(image) for image in images]
-        times: defaultdict[str, list[float]] = defaultdict(list)
-        for _ in range(rounds):
+    clips = [encoded_clip(w, h, n_frames) for w, h in sizes]
+    times: dict[tuple[int, int], defaultdict[str, list[float]]] = {
+        clip.size: defaultdict(list) for clip in clips
+    }
+    for r in range(rounds):
+        for clip in clips[r % len(clips) :] + clips[: r % len(clips)]:
+            stages, (w, h) = times[clip.size], clip.size
             voter = make_voter("balanced")
             yuv: list[av.VideoFrame] = []
-            for codec, packets in encoded.items():
+            for codec, packets in clip.video.items():
                 frames, ms = decode_video(codec, packets)
-                times[f"{codec.upper()} decode"].append(ms)
+                stages[f"{codec.upper()} decode"].append(ms)
                 yuv = frames if codec == "vp8" else yuv
-            for i, (frame, jpeg) in enumerate(zip(yuv, jpegs, strict=False)):
-                laps = Laps(times)
+            for i, (frame, jpeg) in enumerate(zip(yuv, clip.jpegs, strict=False)):
+                laps = Laps(stages)
                 video_frame_decoder(frame)()
                 laps.lap("YUV->BGR (to_ndarray)")
                 image = image_decoder(jpeg)()  # the websocket path: header check, imdecode
                 laps.lap("JPEG decode (imdecode)")
-                tensor, box_map = letterbox(image, card)
+                tensor, box_map = letterbox(image, detector.card)
                 laps.lap("letterbox")
                 heatmap, boxes = detector.infer(tensor)
                 laps.lap(f"inference int8 {tier} (1 thread)")
@@ -577,16 +642,12 @@ def pipeline_rows(
                 laps.lap("voting (balanced)")
                 json.dumps(frame_message([d.to_json() for d in update.detections], i))
                 laps.lap("JSON message")
-        paths = {
-            "VP8 decode": "webrtc",
-            "H264 decode": "webrtc (H.264)",
-            "YUV->BGR (to_ndarray)": "webrtc",
-            "JPEG decode (imdecode)": "websocket",
-        }
-        for stage_name, values in times.items():
-            rows.append(StageRow(f"{w}x{h}", stage_name, paths.get(stage_name, "both"),
-                                 statistics.median(values), percentile(values, 90)))  # fmt: skip
-    return rows
+    return [
+        StageRow(f"{w}x{h}", stage, STAGE_PATHS.get(stage, "both"),
+                 statistics.median(values), percentile(values, 90))
+        for (w, h), stages in times.items()
+        for stage, values in stages.items()
+    ]  # fmt: skip
 
 
 class Laps:
@@ -644,6 +705,12 @@ class CapacityRow:
     server_cpu: float  # median % of one core
     client_cpu: float  # % of one core used by this process (the load generator)
     loadavg: float  # 1-minute load average after the step, everyone's processes included
+
+    @property
+    def server_cpu_ms_per_frame(self) -> float:
+        """Server CPU time per processed frame: what a stream costs, whoever else runs here."""
+        per_second = self.fps_per_stream * self.streams
+        return self.server_cpu * 10 / per_second if per_second else float("nan")
 
     @property
     def held(self) -> bool:
@@ -735,18 +802,25 @@ def capacity_rows(
 def format_capacity(rows: Sequence[CapacityRow]) -> str:
     header = ["transport", "streams", "fps/stream", "results %", "e2e p50", "p95", "p99",
               "server p50", "p95", "p99", "lag growth ms", "server cpu %", "client cpu %",
-              "load avg", "held", "e2e held", "in target"]  # fmt: skip
+              "server cpu ms/frame", "load avg", "held", "e2e held", "in target"]  # fmt: skip
     body = [[r.transport, str(r.streams), f"{r.fps_per_stream:.1f}",
              f"{100 * r.result_share:.0f}", f"{r.e2e_p50:.1f}", f"{r.e2e_p95:.1f}",
              f"{r.e2e_p99:.1f}", f"{r.server_p50:.1f}", f"{r.server_p95:.1f}",
              f"{r.server_p99:.1f}", f"{r.lag_growth_ms:+.1f}", f"{r.server_cpu:.0f}",
-             f"{r.client_cpu:.0f}", f"{r.loadavg:.1f}", yes(r.held), yes(r.e2e_held),
+             f"{r.client_cpu:.0f}", f"{r.server_cpu_ms_per_frame:.1f}", f"{r.loadavg:.1f}",
+             yes(r.held), yes(r.e2e_held),
              yes(r.in_target)] for r in rows]  # fmt: skip
     return table(header, body)
 
 
 def yes(flag: bool) -> str:
     return "yes" if flag else "no"
+
+
+def cpu_cost(rows: Sequence[CapacityRow]) -> float:
+    """Median server CPU ms per processed frame over ``rows`` (0 when unknown)."""
+    costs = [r.server_cpu_ms_per_frame for r in rows if r.server_cpu > 0]
+    return statistics.median(costs) if costs else 0.0
 
 
 def capacity_summary(rows: Sequence[CapacityRow]) -> dict[str, dict[str, float]]:
@@ -764,6 +838,9 @@ def capacity_summary(rows: Sequence[CapacityRow]) -> dict[str, dict[str, float]]
             "streams_per_server_core": (best.streams * 100 / best.server_cpu)
             if best and best.server_cpu
             else 0.0,
+            # From the CPU a processed frame costs the server (median over the steps):
+            # streams of FPS one core could serve if nothing else ran on it.
+            "streams_per_core_by_cpu": 1000 / (FPS * cost) if (cost := cpu_cost(mine)) else 0.0,
         }
     return out
 
@@ -994,6 +1071,7 @@ def run_bench(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
         ]
         out("\n## Where the time goes (ORT profiler, 1 thread, ms per run)\n")
         out(format_profiles(profiles))
+        out("\n" + format_layers(profiles[-2], profiles[-1]))
         report["detector"] = {
             "rows": [asdict(r) for r in rows],
             "gemm_ceilings": [asdict(c) for c in ceilings],
@@ -1001,7 +1079,7 @@ def run_bench(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
         }
     if "pipeline" in sections:
         high_tier = tiers[-1]
-        rows_p = pipeline_rows(SIZES, high_tier, args.frames, max(1, args.rounds // 2))
+        rows_p = pipeline_rows(SIZES, high_tier, args.frames, args.rounds)
         out(f"\n## Pipeline per frame (share of the {FRAME_MS:.1f} ms interval at {FPS:g} fps)\n")
         out(format_pipeline(rows_p))
         report["pipeline"] = {
@@ -1022,14 +1100,17 @@ def run_bench(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             out(
                 f"{transport}: {s['max_streams']:.0f} streams held "
                 f"({s['streams_per_core']:.1f} per core of this machine, "
-                f"{s['streams_per_server_core']:.1f} per core of server CPU); "
+                f"{s['streams_per_server_core']:.1f} per core of server CPU; "
+                f"{s['streams_per_core_by_cpu']:.1f} per core from CPU ms per frame); "
                 f"{s['max_streams_e2e']:.0f} with e2e p95 <= {LATENCY_BOUND_MS:g} ms; "
                 f"{s['max_streams_in_target']:.0f} within server p50 <= "
                 f"{TARGET_SERVER_P50_MS:g} ms, p99 <= {TARGET_SERVER_P99_MS:g} ms"
             )
         report["capacity"] = {
             "rows": [
-                asdict(r) | {"held": r.held, "e2e_held": r.e2e_held, "in_target": r.in_target}
+                asdict(r)
+                | {"held": r.held, "e2e_held": r.e2e_held, "in_target": r.in_target}
+                | {"server_cpu_ms_per_frame": r.server_cpu_ms_per_frame}
                 for r in rows_c
             ],
             "summary": summary,
