@@ -3,7 +3,15 @@ import statistics
 
 import pytest
 
-from hw_sim import DeviceProfile, EmulatedDevice, HeatState, ModelSpec, Thermal, jitter_factor
+from hw_sim import (
+    DeviceProfile,
+    DeviceSimulator,
+    EmulatedDevice,
+    HeatState,
+    ModelSpec,
+    Thermal,
+    jitter_factor,
+)
 
 MODEL = ModelSpec("s", "int8", macs=50_000_000)
 COOL = Thermal()
@@ -90,3 +98,31 @@ def test_heat_is_first_order_in_media_time(busy, idle, heat):
 def test_pass_through_profiles_cannot_be_emulated():
     with pytest.raises(ValueError, match="pass-through"):
         EmulatedDevice(DeviceProfile("host"), MODEL)
+
+
+@pytest.mark.parametrize(
+    ("profile", "model", "tier"),
+    [
+        (DeviceProfile("host"), None, "l"),
+        (DeviceProfile("pinned", tier="m"), None, "m"),
+        (phone(), MODEL, "s"),
+    ],
+)
+def test_simulator_tier_is_the_models_else_the_profiles(profile, model, tier):
+    assert DeviceSimulator(profile, model).tier == tier
+
+
+def test_simulator_timelines_start_cool_and_repeat_by_seed():
+    simulator = DeviceSimulator(phone(jitter=0.3), MODEL, seed=4)
+    runs = []
+    for _ in range(2):
+        timeline = simulator.timeline()
+        runs.append([s.latency for t in range(20) for s in timeline.offer(t, t, t * 0.1)])
+    assert runs[0] == runs[1]
+
+
+def test_emulated_profiles_need_a_model_and_pass_through_has_no_timeline():
+    with pytest.raises(ValueError, match="needs a model spec"):
+        DeviceSimulator(phone())
+    with pytest.raises(ValueError, match="pass-through"):
+        DeviceSimulator(DeviceProfile("host")).timeline()
