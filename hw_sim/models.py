@@ -6,7 +6,7 @@ needs, so that tests and tools need no ONNX files.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from detectors.card import ModelCard
@@ -131,7 +131,3 @@ def _judge(profile: DeviceProfile, spec: ModelSpec, reason: str) -> ModelChoice:
     in_time = profile.budget_ms <= 0 or latency * 1000 <= profile.budget_ms
     in_memory = profile.memory_mb <= 0 or spec.memory_mb <= profile.memory_mb
     return ModelChoice(spec, latency, in_time and in_memory, reason)
-
-
-def model_specs(cards: Sequence[ModelCard]) -> list[ModelSpec]:
-    return [ModelSpec.from_card(card) for card in cards]

@@ -76,7 +76,13 @@ def test_pass_through_profile_uses_the_host_precision():
 
 @pytest.mark.parametrize(
     ("metrics", "accuracy"),
-    [({"ap50": 0.91}, 0.91), ({"f1": 0.5, "map": 0.7}, 0.7), ({"latency_ms": 3}, None), ({}, None)],
+    [
+        ({"ap50": 0.91}, 0.91),
+        ({"f1": 0.5, "map": 0.7}, 0.7),
+        ({"ap50": True}, None),
+        ({"latency_ms": 3}, None),
+        ({}, None),
+    ],
 )
 def test_card_accuracy_reads_known_metric_keys(tmp_path, metrics, accuracy):
     path = tmp_path / "fu_s.int8.json"

@@ -55,6 +55,9 @@ def test_user_files_add_profiles_in_toml_or_json(tmp_path, suffix, text):
         ("[x]\nint8_gop_s = -1\n", ">= 0"),
         ("[x]\nint8 = true\nfp32_gop_s = 5\n", "needs int8_gop_s"),
         ("[x]\nfp32_gop_s = 5\nint8 = false\n[x.thermal]\nonset = 1.5\n", "onset"),
+        ("[x]\ndescription = 3\n", "must be a string"),
+        ("[x]\nfp32_gop_s = 5\nint8 = false\n[x.thermal]\nheat_tau_s = 0\n", "time constants"),
+        ("[x]\nfp32_gop_s = 5\nint8 = false\n[x.thermal]\nmin_speed = 0\n", "min_speed"),
         ("x = 3\n", "one table"),
         ("[x\n", "cannot read"),
     ],
@@ -81,3 +84,15 @@ def test_throttle_speed_falls_linearly_from_onset_to_full_heat(heat, speed):
 def test_a_profile_without_compute_figures_is_pass_through():
     assert not DeviceProfile("t").emulated
     assert DeviceProfile("t").tier == "auto"
+
+
+@pytest.mark.parametrize(
+    ("profile", "budget"),
+    [
+        (DeviceProfile("p", camera_fps=25.0), 40.0),
+        (DeviceProfile("p", camera_fps=25.0, frame_budget_ms=100.0), 100.0),
+        (DeviceProfile("host"), 0.0),
+    ],
+)
+def test_budget_is_explicit_else_one_camera_frame_else_none(profile, budget):
+    assert profile.budget_ms == pytest.approx(budget)
