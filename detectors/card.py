@@ -98,3 +98,13 @@ def find_card(tier: str, precision: str = "int8", models_dir: Path = MODELS_DIR)
             return card
     have = sorted({(c.tier, c.precision) for c in list_cards(models_dir)})
     raise ModelCardError(f"no {precision} model for tier {tier!r} in {models_dir}; have {have}")
+
+
+def write_card(path: Path, fields: dict[str, Any]) -> None:
+    """Write a card's JSON (UTF-8, indented, 福 kept readable)."""
+    path.write_text(json.dumps(fields, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def update_card(path: Path, **fields: Any) -> None:
+    """Set ``fields`` in the card at ``path``, keeping every other field as it is."""
+    write_card(path, json.loads(path.read_text(encoding="utf-8")) | fields)

@@ -73,7 +73,7 @@ def write_pack(path: Path) -> None:
     root = _skimage_dir()
     blobs = {}
     for name in TRAIN_PHOTOS + EVAL_PHOTOS:
-        ok, blob = cv2.imencode(".jpg", _read_photo(root / name), [cv2.IMWRITE_JPEG_QUALITY, 92])
+        ok, blob = cv2.imencode(".jpg", _read_photo(root / name), [cv2.IMWRITE_JPEG_QUALITY, 80])
         if not ok:
             raise RuntimeError(f"cannot encode {name}")
         blobs[name] = blob

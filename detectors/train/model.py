@@ -20,7 +20,7 @@ from torch import nn
 STRIDE = 8
 TIERS = ("s", "m", "l")
 WIDTH = {"s": 0.5, "m": 0.75, "l": 1.0}
-BASE_CHANNELS = {"c1": 16, "c2": 32, "c4": 64, "c8": 96, "c16": 128, "neck": 64}
+BASE_CHANNELS = {"c1": 16, "c2": 32, "c4": 64, "c8": 80, "c16": 96, "neck": 64}
 BOX_SCALE = 16.0
 """The box branch predicts distances / BOX_SCALE, which keeps its raw outputs near 1."""
 HEAT_PRIOR = 0.01

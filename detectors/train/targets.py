@@ -8,12 +8,14 @@ where the bump is above ``BOX_CELL_MIN`` and the cell centre is inside the box.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from multiprocessing import Pool
 
+import cv2
 import numpy as np
 import numpy.typing as npt
 
-from detectors.synth.scenes import Boxes, Content, Split, render_scene
+from detectors.synth.scenes import Boxes, Split, render_scene
 from detectors.train.model import STRIDE
 
 BOX_CELL_MIN = 0.3
@@ -54,26 +56,36 @@ def make_targets(boxes: Boxes, height: int, width: int) -> tuple[Array, Array, A
     return heat, ltrb, weight
 
 
-def _sample(args: tuple[int, int, int, Split, Content]) -> tuple[npt.NDArray[np.uint8], Array]:
-    seed, width, height, split, content = args
-    image, boxes = render_scene(seed, width, height, split, content)
+def _scene(seed: int, width: int, height: int, split: Split) -> tuple[npt.NDArray[np.uint8], Array]:
+    image, boxes = render_scene(seed, width, height, split, "mixed")
     heat, ltrb, weight = make_targets(boxes, height, width)
     rgb = np.ascontiguousarray(image[:, :, ::-1].transpose(2, 0, 1))
     return rgb, np.concatenate([heat[None], ltrb, weight[None]])
 
 
 def generate(
-    seeds: range, width: int, height: int, split: Split = "train", workers: int = 1
+    seeds: range, width: int, height: int, split: Split = "train"
 ) -> tuple[npt.NDArray[np.uint8], Array]:
     """Scenes for ``seeds`` as ``(N, 3, H, W)`` RGB uint8 and targets ``(N, 6, H/8, W/8)``.
 
     Target channels: heat, l, t, r, b, box weight.
     """
-    jobs = [(s, width, height, split, "mixed") for s in seeds]
-    if workers > 1:
-        with Pool(workers) as pool:
-            results = pool.map(_sample, jobs, chunksize=64)
-    else:
-        results = [_sample(j) for j in jobs]
-    images = np.stack([r[0] for r in results])
-    return images, np.stack([r[1] for r in results])
+    results = [_scene(s, width, height, split) for s in seeds]
+    return np.stack([r[0] for r in results]), np.stack([r[1] for r in results])
+
+
+def _generate_chunk(job: tuple[range, int, int, Split]) -> tuple[npt.NDArray[np.uint8], Array]:
+    return generate(*job)
+
+
+def _single_threaded() -> None:
+    cv2.setNumThreads(1)  # one process per core already; OpenCV's own threads only contend
+
+
+def generate_parallel(
+    seeds: range, width: int, height: int, split: Split, workers: int, chunk: int = 256
+) -> Iterator[tuple[npt.NDArray[np.uint8], Array]]:
+    """:func:`generate` in ``workers`` processes, yielding chunks in seed order as they are done."""
+    jobs = [(seeds[i : i + chunk], width, height, split) for i in range(0, len(seeds), chunk)]
+    with Pool(workers, initializer=_single_threaded) as pool:
+        yield from pool.imap(_generate_chunk, jobs)

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import argparse
 import math
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from detectors.train.model import BOX_SCALE, STRIDE, TIERS, FuNet
-from detectors.train.targets import generate
+from detectors.train.targets import generate_parallel
 
 KD_WEIGHT = 1.0
 GIOU_WEIGHT = 2.0
@@ -92,21 +95,72 @@ def augment(images: torch.Tensor) -> torch.Tensor:
     return x.clamp(0, 1)
 
 
+class SceneStream:
+    """Training scenes generated in worker processes straight into device memory, while training.
+
+    ``ready`` scenes (the first ones by seed) are usable at any time; training
+    samples among them, so it starts after the first chunks instead of after all.
+    """
+
+    def __init__(self, args: argparse.Namespace, device: torch.device) -> None:
+        h, w = -(-args.height // STRIDE), -(-args.width // STRIDE)
+        self.images = torch.empty(
+            (args.images, 3, args.height, args.width), dtype=torch.uint8, device=device
+        )
+        self.targets = torch.empty((args.images, 6, h, w), device=device)
+        self.ready = 0
+        seeds = range(args.seed, args.seed + args.images)
+        chunks = generate_parallel(seeds, args.width, args.height, "train", args.workers)
+        self._thread = threading.Thread(target=self._fill, args=(chunks,), daemon=True)
+        self._thread.start()
+
+    def _fill(self, chunks: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
+        for images, targets in chunks:
+            end = self.ready + len(images)
+            self.images[self.ready : end].copy_(torch.from_numpy(images))
+            self.targets[self.ready : end].copy_(torch.from_numpy(targets))
+            self.ready = end
+
+    def wait_for(self, count: int) -> None:
+        while self.ready < count and self._thread.is_alive():
+            time.sleep(0.5)
+
+    def batch(self, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        idx = torch.randint(0, self.ready, (size,), device=self.images.device)
+        return self.images[idx], self.targets[idx]
+
+
+def load_prefix(model: FuNet, state: dict[str, torch.Tensor]) -> None:
+    """Load ``state`` into ``model``, cutting wider tensors to the model's leading channels.
+
+    A slimmable net keeps its most useful channels first, so a checkpoint of
+    wider layers is a warm start for narrower ones.
+    """
+    own = model.state_dict()
+    for name, value in state.items():
+        target = own[name]
+        own[name] = value[tuple(slice(0, n) for n in target.shape)] if value.dim() else value
+    model.load_state_dict(own)
+
+
 def train(args: argparse.Namespace) -> None:
     device = torch.device(args.device)
     torch.manual_seed(args.seed)
     start = time.time()
-    images_np, targets_np = generate(
-        range(args.seed, args.seed + args.images), args.width, args.height, "train", args.workers
-    )
-    val_np = generate(range(10**9, 10**9 + args.val), args.width, args.height, "eval", args.workers)
-    print(f"generated {len(images_np)} + {len(val_np[0])} scenes in {time.time() - start:.0f}s")
-    images = torch.from_numpy(images_np).to(device)
-    targets = torch.from_numpy(targets_np).to(device)
-    val = [torch.from_numpy(a).to(device) for a in val_np]
-    assert targets.shape[-1] == -(-args.width // STRIDE)
+    val_seeds = range(10**9, 10**9 + args.val)
+    val_chunks = list(generate_parallel(val_seeds, args.width, args.height, "eval", args.workers))
+    val = [torch.from_numpy(np.concatenate([c[i] for c in val_chunks])).to(device) for i in (0, 1)]
+    stream = SceneStream(args, device)
+    stream.wait_for(min(args.images, args.min_ready))
+    print(f"{stream.ready} scenes ready after {time.time() - start:.0f}s", flush=True)
 
-    model = FuNet().to(device).to(memory_format=torch.channels_last)
+    model = FuNet()
+    previous_steps = 0
+    if args.resume:
+        resumed = torch.load(args.resume, map_location="cpu")
+        load_prefix(model, resumed["model"])
+        previous_steps = int(resumed["steps"])
+    model = model.to(device).to(memory_format=torch.channels_last)
     optim = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     use_amp = device.type == "cuda"
     budget = args.minutes * 60
@@ -119,9 +173,8 @@ def train(args: argparse.Namespace) -> None:
         lr = args.lr * warm * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
         for group in optim.param_groups:
             group["lr"] = lr
-        idx = torch.randint(0, len(images), (args.batch,), device=device)
-        x = augment(images[idx]).contiguous(memory_format=torch.channels_last)
-        y = targets[idx]
+        images, y = stream.batch(args.batch)
+        x = augment(images).contiguous(memory_format=torch.channels_last)
         optim.zero_grad(set_to_none=True)
         losses = {}
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
@@ -144,13 +197,14 @@ def train(args: argparse.Namespace) -> None:
             shown = " ".join(f"{k}={v:.3f}" for k, v in losses.items())
             print(f"step {step} {time.time() - train_start:.0f}s lr={lr:.5f} {shown}", flush=True)
         if step % 1000 == 0 or progress >= 1.0:
-            print(f"  val {evaluate_loss(model, val)}", flush=True)
+            print(f"  val {evaluate_loss(model, val)} ({stream.ready} scenes)", flush=True)
         step += 1
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     model.set_tier("l")
     torch.save(
-        {"model": model.state_dict(), "args": vars(args), "steps": step}, out / "supernet.pt"
+        {"model": {k: v.cpu() for k, v in model.state_dict().items()}, "args": {k: v if not isinstance(v, Path) else str(v) for k, v in vars(args).items()}, "steps": step + previous_steps},
+        out / "supernet.pt",
     )
     print(f"saved {out / 'supernet.pt'} after {step} steps, {time.time() - start:.0f}s in all")
 
@@ -190,6 +244,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--minutes", type=float, default=5.0, help="training time budget")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--min-ready", type=int, default=8000, help="scenes before training starts")
+    parser.add_argument("--resume", type=Path, help="a supernet.pt to start from")
     train(parser.parse_args(argv))
 
 

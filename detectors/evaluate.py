@@ -1,0 +1,163 @@
+"""Evaluate the shipped 福 detectors on held-out generated scenes and print one table.
+
+    python -m detectors.evaluate [--tiers s m l] [--scenes 400] [--write-cards]
+
+For every tier and precision, side by side in one run: AP50 on held-out scenes
+(fonts and photos never used in training; 福, look-alikes only, or empty),
+precision and recall at the card's operating threshold, the per-frame false
+positive rate on scenes holding only look-alike posters (富 幅 副 逼 辐 蝠 祸 祝 禄 神
+and festive 春 喜 寿 财), MACs, parameters, file size and the median single-thread
+latency of the network. ``--write-cards`` stores these numbers in the model cards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from detectors.card import MODELS_DIR, ModelCard, list_cards, update_card
+from detectors.core import Detections, ImageBGR, iou
+from detectors.onnx_detector import OnnxDetector, letterbox
+from detectors.synth.scenes import Boxes, Content, render_scene
+
+FRAME_WIDTH, FRAME_HEIGHT = 640, 480
+AP_IOU = 0.5
+CURVE_THRESHOLD = 0.05
+"""Detections down to this score make the precision-recall curve."""
+SEED_BASE = {"mixed": 70_000_000, "negative": 80_000_000}
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """One model's numbers; rates are fractions, latency milliseconds."""
+
+    ap50: float
+    precision: float
+    recall: float
+    hard_negative_fp_rate: float
+    latency_ms: float
+
+
+def held_out(content: Content, count: int) -> Iterator[tuple[ImageBGR, Boxes]]:
+    """``count`` held-out 640x480 scenes of ``content``, always the same ones."""
+    for i in range(count):
+        yield render_scene(SEED_BASE[str(content)] + i, FRAME_WIDTH, FRAME_HEIGHT, "eval", content)
+
+
+def match(found: Detections, truth: Boxes) -> list[tuple[float, bool]]:
+    """(score, is true positive) per detection, best first, each truth box matched at most once."""
+    used = [False] * len(truth)
+    scored = []
+    for det in found:
+        best, best_iou = -1, AP_IOU
+        for i, box in enumerate(truth):
+            overlap = iou(det.box, (box[0], box[1], box[2], box[3]))
+            if not used[i] and overlap >= best_iou:
+                best, best_iou = i, overlap
+        if best >= 0:
+            used[best] = True
+        scored.append((det.score, best >= 0))
+    return scored
+
+
+def average_precision(scored: list[tuple[float, bool]], positives: int) -> float:
+    """Area under the all-point interpolated precision-recall curve (as in VOC 2010+)."""
+    if positives == 0:
+        return float("nan")
+    ordered = sorted(scored, key=lambda s: -s[0])
+    hits = np.cumsum([tp for _, tp in ordered], dtype=np.float64)
+    recall = np.concatenate([[0.0], hits / positives])
+    precision = np.concatenate([[1.0], hits / np.arange(1, len(ordered) + 1)])
+    envelope = np.maximum.accumulate(precision[::-1])[::-1]
+    return float(np.sum(np.diff(recall) * envelope[1:]))
+
+
+def median_latency_ms(detector: OnnxDetector, runs: int) -> float:
+    tensor, _ = letterbox(np.zeros((FRAME_HEIGHT, FRAME_WIDTH, 3), np.uint8), detector.card)
+    for _ in range(5):
+        detector.infer(tensor)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        detector.infer(tensor)
+        times.append(time.perf_counter() - start)
+    return 1000 * float(np.median(times))
+
+
+def evaluate(cards: list[ModelCard], scenes: int, latency_runs: int) -> dict[Path, Result]:
+    """Run every model in ``cards`` over the same held-out scenes; see the module docstring."""
+    detectors = {c.path: OnnxDetector(c, threads=1, threshold=CURVE_THRESHOLD) for c in cards}
+    scored: dict[Path, list[tuple[float, bool]]] = {p: [] for p in detectors}
+    false_frames = dict.fromkeys(detectors, 0)
+    positives = 0
+    for image, truth in held_out("mixed", scenes):
+        positives += len(truth)
+        for path, detector in detectors.items():
+            scored[path] += match(detector.detect(image), truth)
+    for image, _ in held_out("negative", scenes):
+        for path, detector in detectors.items():
+            found = detector.detect(image).above(detector.card.threshold)
+            false_frames[path] += len(found) > 0
+    results = {}
+    for path, detector in detectors.items():
+        at_threshold = [tp for score, tp in scored[path] if score >= detector.card.threshold]
+        results[path] = Result(
+            ap50=average_precision(scored[path], positives),
+            precision=sum(at_threshold) / max(1, len(at_threshold)),
+            recall=sum(at_threshold) / max(1, positives),
+            hard_negative_fp_rate=false_frames[path] / max(1, scenes),
+            latency_ms=median_latency_ms(detector, latency_runs),
+        )
+    return results
+
+
+def format_table(cards: list[ModelCard], results: dict[Path, Result]) -> str:
+    header = (
+        f"{'model':<16}{'AP50':>7}{'P@thr':>7}{'R@thr':>7}{'negFP':>7}"
+        f"{'MMACs':>7}{'params':>8}{'bytes':>9}{'ms(1t)':>8}"
+    )
+    rows = [header]
+    for card in cards:
+        r = results[card.path]
+        rows.append(
+            f"{card.model_path.stem:<16}{r.ap50:>7.3f}{r.precision:>7.3f}{r.recall:>7.3f}"
+            f"{r.hard_negative_fp_rate:>7.3f}{card.macs / 1e6:>7.0f}{card.params:>8}"
+            f"{card.model_path.stat().st_size:>9}{r.latency_ms:>8.1f}"
+        )
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--models-dir", type=Path, default=MODELS_DIR)
+    parser.add_argument("--tiers", nargs="+", default=["s", "m", "l"])
+    parser.add_argument("--precisions", nargs="+", default=["fp32", "int8"])
+    parser.add_argument("--scenes", type=int, default=400, help="held-out scenes of each kind")
+    parser.add_argument("--latency-runs", type=int, default=100)
+    parser.add_argument("--write-cards", action="store_true", help="store the numbers in the cards")
+    args = parser.parse_args(argv)
+    cards = [
+        c
+        for c in list_cards(args.models_dir)
+        if c.tier in args.tiers and c.precision in args.precisions
+    ]
+    results = evaluate(cards, args.scenes, args.latency_runs)
+    print(format_table(cards, results))
+    if args.write_cards:
+        command = "python -m detectors.evaluate " + shlex.join(argv or [])
+        for card in cards:
+            metrics = {k: round(v, 4) for k, v in asdict(results[card.path]).items()}
+            metrics |= {"scenes": args.scenes, "frame": f"{FRAME_WIDTH}x{FRAME_HEIGHT}"}
+            update_card(card.path, metrics=metrics, metrics_command=command.strip())
+
+
+if __name__ == "__main__":
+    main()
