@@ -46,8 +46,7 @@ def _read_photo(path: Path) -> ImageBGR:
 
 
 def _decode(blob: npt.NDArray[np.uint8]) -> ImageBGR:
-    image: ImageBGR = cv2.imdecode(blob, cv2.IMREAD_COLOR)
-    return image
+    return np.asarray(cv2.imdecode(blob, cv2.IMREAD_COLOR), np.uint8)
 
 
 @lru_cache(maxsize=2)
@@ -77,7 +76,7 @@ def write_pack(path: Path) -> None:
         if not ok:
             raise RuntimeError(f"cannot encode {name}")
         blobs[name] = blob
-    np.savez(path, **blobs)
+    np.savez(path, allow_pickle=False, **blobs)
 
 
 def main(argv: list[str] | None = None) -> None:

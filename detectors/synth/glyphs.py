@@ -66,7 +66,7 @@ def _draw(font: ImageFont.FreeTypeFont, char: str) -> npt.NDArray[np.uint8]:
 
 
 def render_glyph(face: FontFace, char: str) -> npt.NDArray[np.uint8] | None:
-    """``char`` in ``face`` as a ``GLYPH_SIZE`` square ink mask cropped to its ink; None if absent."""
+    """``char`` in ``face``: a ``GLYPH_SIZE`` square ink mask cropped to its ink; None if absent."""
     font = ImageFont.truetype(face.path, _RENDER_PX, index=face.index)
     ink = _draw(font, char)
     ys, xs = np.nonzero(ink > 64)
@@ -84,11 +84,15 @@ def render_glyph(face: FontFace, char: str) -> npt.NDArray[np.uint8] | None:
 
 def build_bank(path: Path = BANK_PATH) -> None:
     """Render every character in every font and write the compressed bank to ``path``."""
-    masks, chars, fonts = [], [], []
+    masks: list[npt.NDArray[np.uint8]] = []
+    chars: list[str] = []
+    fonts: list[str] = []
     for face in FONTS:
         for char in CHARACTERS:
             mask = render_glyph(face, char)
-            if mask is not None:
+            # Some faces share glyphs (Noto's SC and TC for most of these): keep one copy,
+            # so that no held-out glyph is also a training glyph.
+            if mask is not None and not any(np.array_equal(mask, m) for m in masks):
                 masks.append(mask)
                 chars.append(char)
                 fonts.append(face.name)

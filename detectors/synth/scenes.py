@@ -46,6 +46,7 @@ _PALETTES = (
     ((35, 30, 200), (240, 240, 240)),
     ((40, 40, 40), (60, 190, 235)),
 )
+_PLACEMENT_TRIES = 8
 _STYLES = ("diamond", "square", "round", "bare")
 _STYLE_P = (0.4, 0.3, 0.15, 0.15)
 # Glyph side as a fraction of the poster side, per style.
@@ -73,7 +74,8 @@ def _glyph_ink(rng: Rng, mask: npt.NDArray[np.uint8], side: int) -> FloatImage:
     weight = rng.choice(3, p=(0.2, 0.6, 0.2))
     if weight != 1:
         kernel = np.ones((3, 3), np.uint8)
-        mask = cv2.erode(mask, kernel) if weight == 0 else cv2.dilate(mask, kernel)
+        thinned = cv2.erode(mask, kernel) if weight == 0 else cv2.dilate(mask, kernel)
+        mask = np.asarray(thinned, np.uint8)
     if rng.random() < 0.3:
         mask = mask[::-1, ::-1]
     interpolation = cv2.INTER_AREA if side < mask.shape[0] else cv2.INTER_LINEAR
@@ -115,10 +117,12 @@ def _make_poster(rng: Rng, mask: npt.NDArray[np.uint8], glyph_side: int) -> Post
     return Poster(color.astype(np.float32), np.maximum(base, ink), ink_box)
 
 
-def _placement(rng: Rng, side: int, width: int, height: int) -> npt.NDArray[np.float32]:
+def _placement(
+    rng: Rng, side: int, width: int, height: int, centred: bool = False
+) -> npt.NDArray[np.float32]:
     """Where a poster's corners land in the scene: rotated, tilted in perspective, maybe cut off."""
     angle = rng.normal(0, 0.12) if rng.random() < 0.85 else rng.uniform(-0.7, 0.7)
-    slack = 0.25 * side
+    slack = -0.3 * min(width, height) if centred else 0.25 * side
     cx = rng.uniform(-slack, width + slack)
     cy = rng.uniform(-slack, height + slack)
     half = side / 2
@@ -126,7 +130,7 @@ def _placement(rng: Rng, side: int, width: int, height: int) -> npt.NDArray[np.f
     rot = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
     corners = square @ rot.T + (cx, cy)
     tilt = rng.normal(0, 0.07 * side, (4, 2))
-    return (corners + tilt).astype(np.float32)
+    return np.asarray(corners + tilt, np.float32)
 
 
 def _box_of(points: npt.NDArray[np.float32]) -> tuple[float, float, float, float]:
@@ -213,11 +217,17 @@ def _clutter(rng: Rng, canvas: FloatImage, count: int) -> None:
         elif kind == 1:
             cv2.circle(canvas, (x, y), size // 2, colour, -1, cv2.LINE_AA)
         else:
-            points = (rng.normal(0, size / 2, (int(rng.integers(2, 6)), 2)) + (x, y)).astype(
-                np.int32
-            )
+            spread = rng.normal(0, size / 2, (int(rng.integers(2, 6)), 2))
+            points = (spread + np.array([x, y])).astype(np.int32)
             thickness = max(1, int(rng.uniform(0.02, 0.12) * size))
             cv2.polylines(canvas, [points], False, colour, thickness, cv2.LINE_AA)
+
+
+def _noise(rng: Rng, height: int, width: int, sigma: float) -> FloatImage:
+    """Sensor noise from ``rng`` (not OpenCV's global generator, so that seeds reproduce)."""
+    noise = rng.standard_normal((height, width, 3), dtype=np.float32)
+    noise *= sigma
+    return noise
 
 
 def _degrade(rng: Rng, canvas: FloatImage) -> ImageBGR:
@@ -229,29 +239,29 @@ def _degrade(rng: Rng, canvas: FloatImage) -> ImageBGR:
     canvas *= ramp[None, :, None]
     blur = rng.random()
     if blur < 0.25:
-        canvas = cv2.GaussianBlur(canvas, (0, 0), rng.uniform(0.5, 1.6))
+        canvas = np.asarray(cv2.GaussianBlur(canvas, (0, 0), rng.uniform(0.5, 1.6)), np.float32)
     elif blur < 0.45:
         length = int(rng.integers(3, 10))
         kernel = np.zeros((length, length), np.float32)
         kernel[length // 2] = 1.0 / length
         rot = cv2.getRotationMatrix2D((length / 2 - 0.5, length / 2 - 0.5), rng.uniform(0, 180), 1)
-        kernel = cv2.warpAffine(kernel, rot, (length, length))
-        canvas = cv2.filter2D(canvas, -1, kernel / max(float(kernel.sum()), 1e-6))
-    noise = np.empty((height, width, 3), np.float32)
-    cv2.randn(noise, 0.0, float(rng.uniform(1, 8)))
-    image = np.clip(canvas + noise, 0, 255).astype(np.uint8)
+        kernel = np.asarray(cv2.warpAffine(kernel, rot, (length, length)), np.float32)
+        kernel /= max(float(kernel.sum()), 1e-6)
+        canvas = np.asarray(cv2.filter2D(canvas, -1, kernel), np.float32)
+    noise = _noise(rng, height, width, float(rng.uniform(1, 8)))
+    image: ImageBGR = np.clip(canvas + noise, 0, 255).astype(np.uint8)
     if rng.random() < 0.6:
         quality = int(rng.integers(35, 95))
         _, blob = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, quality])
-        image = cv2.imdecode(blob, cv2.IMREAD_COLOR)
+        image = np.asarray(cv2.imdecode(blob, cv2.IMREAD_COLOR), np.uint8)
     return image
 
 
 def _pick_content(rng: Rng, content: Content) -> str:
     if content != "mixed":
         return content
-    names, weights = zip(*CONTENT_MIX, strict=True)
-    return str(rng.choice(names, p=weights))
+    names = [name for name, _ in CONTENT_MIX]
+    return names[rng.choice(len(names), p=[weight for _, weight in CONTENT_MIX])]
 
 
 def _place_posters(
@@ -273,11 +283,13 @@ def _place_posters(
         mask = pool[rng.integers(len(pool))]
         glyph_side = max(12, round(scale * np.exp(rng.uniform(np.log(0.1), np.log(0.75)))))
         poster = _make_poster(rng, mask, glyph_side)
-        for _ in range(8):
-            corners = _placement(rng, poster.alpha.shape[0], width, height)
+        for attempt in range(_PLACEMENT_TRIES):
+            # A 福 that found no free spot goes in the middle: "fu" scenes always hold one.
+            last_chance = is_target and not targets and attempt == _PLACEMENT_TRIES - 1
+            corners = _placement(rng, poster.alpha.shape[0], width, height, last_chance)
             ink = _ink_box_in_scene(poster, corners)
             box = _box_of(corners)
-            free = all(_overlap(box, other) < 0.15 for other in taken)
+            free = last_chance or all(_overlap(box, other) < 0.15 for other in taken)
             if free and _visible_fraction(_box_of(ink), width, height) >= MIN_VISIBLE:
                 _paste(canvas, poster, corners)
                 taken.append(box)
@@ -372,15 +384,14 @@ def make_clip(
     shake = rng.normal(0, 0.8, (n_frames, 3))
     frames: list[ImageBGR] = []
     boxes: list[Boxes] = []
-    noise = np.empty((height, width, 3), np.int16)
     for i in range(n_frames):
         image, corner_sets = ready[-1] if content != "mixed" or first <= i < last else ready[0]
         dx, dy, rot = drift[i] + shake[i]
         move = cv2.getRotationMatrix2D((big_w / 2, big_h / 2), rot * 0.3, 1.0)
         move[:, 2] += (dx - margin * width, dy - margin * height)
         frame = cv2.warpAffine(image, move, (width, height), borderMode=cv2.BORDER_REFLECT)
-        cv2.randn(noise, 0, 3)
-        frames.append(cv2.add(frame, noise, dtype=cv2.CV_8U))
+        noise = _noise(rng, height, width, 3.0)
+        frames.append(np.asarray(cv2.add(frame, noise, dtype=cv2.CV_8U), np.uint8))
         moved = [cv2.transform(c[None], move)[0] for c in corner_sets]
         boxes.append(_clip_boxes(moved, width, height))
     return Clip(frames, boxes)

@@ -1,1 +1,1 @@
-"""Training and export of the 福 detector (train extra: torch, onnx). Never imported by the server."""
+"""Training and export of the 福 detector (train extra: torch, onnx)."""

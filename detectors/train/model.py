@@ -27,7 +27,7 @@ HEAT_PRIOR = 0.01
 
 
 def channels(tier: str) -> dict[str, int]:
-    """Channel counts of ``tier``: the base counts times its width, rounded up to a multiple of 8."""
+    """Channel counts of ``tier``: base counts times its width, rounded up to a multiple of 8."""
     return {k: max(8, -(-int(v * WIDTH[tier]) // 8) * 8) for k, v in BASE_CHANNELS.items()}
 
 

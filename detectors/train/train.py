@@ -203,7 +203,11 @@ def train(args: argparse.Namespace) -> None:
     out.mkdir(parents=True, exist_ok=True)
     model.set_tier("l")
     torch.save(
-        {"model": {k: v.cpu() for k, v in model.state_dict().items()}, "args": {k: v if not isinstance(v, Path) else str(v) for k, v in vars(args).items()}, "steps": step + previous_steps},
+        {
+            "model": {k: v.cpu() for k, v in model.state_dict().items()},
+            "args": {k: v if not isinstance(v, Path) else str(v) for k, v in vars(args).items()},
+            "steps": step + previous_steps,
+        },
         out / "supernet.pt",
     )
     print(f"saved {out / 'supernet.pt'} after {step} steps, {time.time() - start:.0f}s in all")

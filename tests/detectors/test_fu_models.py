@@ -1,0 +1,65 @@
+"""The shipped 福 models: cards agree with the files, and INT8 finds 福 in held-out frames."""
+
+import json
+
+import numpy as np
+import pytest
+
+from detectors.card import MODELS_DIR, find_card, list_cards
+from detectors.core import iou
+from detectors.onnx_detector import load_detector
+from detectors.synth.scenes import make_clip
+
+CARDS = [c for c in list_cards() if c.model_path.name.startswith("fu_")]
+TIERS = sorted({c.tier for c in CARDS})
+
+
+def test_every_tier_ships_fp32_and_int8() -> None:
+    assert set(TIERS) == {"s", "m", "l"}
+    for tier in TIERS:
+        assert find_card(tier, "fp32").input == find_card(tier, "int8").input
+
+
+@pytest.mark.parametrize("card", CARDS, ids=lambda c: c.model_path.name)
+def test_card_matches_its_file(card) -> None:  # type: ignore[no-untyped-def]
+    raw = json.loads(card.path.read_text(encoding="utf-8"))
+    assert raw["file_size"] == card.model_path.stat().st_size
+    assert card.classes == ("fu",)
+    assert card.model_path.name == f"fu_{card.tier}.{card.precision}.onnx"
+    assert card.macs > 0 and card.params > 0 and 0 < card.threshold < 1
+    assert {"command"} <= set(raw["training"])
+    if card.precision == "int8":
+        fp32 = MODELS_DIR / raw["fp32_model"]
+        assert fp32.exists()
+        assert card.model_path.stat().st_size <= 0.3 * fp32.stat().st_size
+
+
+def test_models_stay_small() -> None:
+    total = sum(c.model_path.stat().st_size for c in CARDS)
+    assert total < 5_000_000
+
+
+@pytest.mark.parametrize(("tier", "min_found"), [("s", 0.6), ("m", 0.75), ("l", 0.9)])
+def test_int8_finds_fu_in_held_out_frames(tier: str, min_found: float) -> None:
+    detector = load_detector(tier, "int8")
+    found = 0
+    frames = 0
+    for seed in range(3):
+        clip = make_clip(seed, n_frames=4, content="fu")
+        for frame, truth in zip(clip.frames, clip.boxes, strict=True):
+            frames += 1
+            hits = [d for d in detector.detect(frame) if iou(d.box, tuple(truth[0])) >= 0.5]
+            found += bool(hits)
+    assert found >= min_found * frames
+
+
+@pytest.mark.parametrize("tier", ["s", "m", "l"])
+def test_int8_stays_quiet_on_empty_frames(tier: str) -> None:
+    detector = load_detector(tier, "int8")
+    fired = sum(
+        len(detector.detect(frame)) > 0
+        for seed in range(3)
+        for frame in make_clip(100 + seed, n_frames=4, content="empty").frames
+    )
+    assert fired == 0
+    assert len(detector.detect(np.zeros((480, 640, 3), np.uint8))) == 0

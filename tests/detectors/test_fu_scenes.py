@@ -1,0 +1,83 @@
+"""The synthetic scene generator: deterministic by seed, labels that fit what was drawn."""
+
+import numpy as np
+import pytest
+
+from detectors.synth.bank import HELD_OUT_FONTS, load_glyphs
+from detectors.synth.scenes import make_clip, render_scene
+
+
+def test_same_seed_same_scene() -> None:
+    a_image, a_boxes = render_scene(7, 320, 240, "train", "mixed")
+    b_image, b_boxes = render_scene(7, 320, 240, "train", "mixed")
+    assert np.array_equal(a_image, b_image)
+    assert np.array_equal(a_boxes, b_boxes)
+
+
+def test_other_seed_other_scene() -> None:
+    assert not np.array_equal(render_scene(1)[0], render_scene(2)[0])
+
+
+@pytest.mark.parametrize(
+    ("content", "min_boxes", "max_boxes"),
+    [("fu", 1, 3), ("negative", 0, 0), ("empty", 0, 0), ("mixed", 0, 3)],
+)
+@pytest.mark.parametrize("split", ["train", "eval"])
+def test_labels_fit_the_content_and_the_frame(
+    content: str, min_boxes: int, max_boxes: int, split: str
+) -> None:
+    for seed in range(8):
+        image, boxes = render_scene(seed, 200, 150, split, content)  # type: ignore[arg-type]
+        assert image.shape == (150, 200, 3) and image.dtype == np.uint8
+        assert boxes.shape[1:] == (4,) and boxes.dtype == np.float32
+        assert min_boxes <= len(boxes) <= max_boxes
+        assert np.all(boxes[:, 0] >= 0) and np.all(boxes[:, 2] <= 200)
+        assert np.all(boxes[:, 1] >= 0) and np.all(boxes[:, 3] <= 150)
+        assert np.all(boxes[:, 2] - boxes[:, 0] >= 4) and np.all(boxes[:, 3] - boxes[:, 1] >= 4)
+
+
+def test_boxes_cover_the_ink() -> None:
+    """A 福 box is where the poster is: it differs from the rest of the scene."""
+    image, boxes = render_scene(3, 320, 240, "eval", "fu")
+    x0, y0, x1, y1 = boxes[0].round().astype(int)
+    inside = image[y0:y1, x0:x1].astype(np.float32)
+    assert inside.std() > 20  # ink on paper, not a flat background
+
+
+def test_held_out_fonts_are_not_in_training() -> None:
+    train, held = load_glyphs("train"), load_glyphs("eval")
+    assert len(HELD_OUT_FONTS) >= 3
+    assert len(train.target) > len(held.target) > 0
+    assert len(held.negatives) > 0
+    for mask in held.target:
+        assert not any(np.array_equal(mask, other) for other in train.target)
+
+
+def test_bad_split_is_refused() -> None:
+    with pytest.raises(ValueError, match="split"):
+        load_glyphs("test")
+
+
+@pytest.mark.parametrize("content", ["fu", "negative", "empty", "mixed"])
+def test_clip_is_deterministic_and_labelled(content: str) -> None:
+    frames, boxes = make_clip(5, n_frames=12, fps=30, width=160, height=120, content=content)  # type: ignore[arg-type]
+    again, again_boxes = make_clip(5, 12, 30, 160, 120, content)  # type: ignore[arg-type]
+    assert len(frames) == len(boxes) == 12
+    assert all(f.shape == (120, 160, 3) and f.dtype == np.uint8 for f in frames)
+    assert all(np.array_equal(a, b) for a, b in zip(frames, again, strict=True))
+    assert all(np.array_equal(a, b) for a, b in zip(boxes, again_boxes, strict=True))
+    counts = [len(b) for b in boxes]
+    if content == "fu":
+        assert min(counts) >= 1
+    elif content == "mixed":
+        assert counts[:3] == [0, 0, 0] and min(counts[3:9]) >= 1 and counts[9:] == [0, 0, 0]
+    else:
+        assert max(counts) == 0
+
+
+def test_clip_shakes_like_a_hand() -> None:
+    frames, boxes = make_clip(2, n_frames=10, content="fu")
+    centres = np.array([b[0, :2] + b[0, 2:] for b in boxes]) / 2
+    steps = np.linalg.norm(np.diff(centres, axis=0), axis=1)
+    assert 0 < steps.max() < 20  # it moves, a few pixels a frame
+    assert not np.array_equal(frames[0], frames[1])
