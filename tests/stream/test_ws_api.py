@@ -31,7 +31,7 @@ async def test_start_then_frames_give_frame_and_recognized_messages(ws_url):
         assert ready["type"] == "ready" and ready["tier"] == "l"
         assert ready["limits"]["max_frame_bytes"] > 0
         seen = []
-        for k in range(6):  # 0.4 s of a 15 fps camera: voting weighs evidence by media time
+        for k in range(8):  # 0.5 s of a 15 fps camera: voting weighs evidence by media time
             await ws.send(json.dumps({"type": "timestamp", "t": k / 15}))
             await ws.send(jpeg(red_square_frame()))
             seen += await receive_until(ws, lambda m: m["type"] == "frame")
