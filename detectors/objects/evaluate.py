@@ -155,7 +155,7 @@ def accuracy(
     print("\nper-frame detections by homography inliers (score calibration)")
     print("| inliers | right | wrong | score |")
     print("| --- | ---: | ---: | ---: |")
-    edges = (0, 14, 17, 20, 25, 35, 50, 10_000)
+    edges = (0, 14, 17, 20, 25, 35, 50, 100, 10_000)
     for lo, hi in itertools.pairwise(edges):
         r = sum(lo <= n < hi for n in right)
         w = sum(lo <= n < hi for n in wrong)

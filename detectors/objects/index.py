@@ -1,27 +1,25 @@
-"""Recognition of registered targets in a frame: shortlist by LSH votes, then verify geometrically.
+"""Recognition of registered targets in a frame: LSH neighbours, vote, verify geometrically.
 
-1. Every frame descriptor looks up its nearest neighbour among the descriptors
-   of all registered views at once, in one FLANN LSH index; each close
-   neighbour is a vote for the view it belongs to. The cost of this step grows
-   slowly with the number of targets.
-2. The :data:`MatchConfig.shortlist` views with most votes are matched against
-   the frame exhaustively (Hamming brute force, Lowe's ratio test).
-3. A homography is fitted to those matches (USAC MAGSAC++); it must have enough
-   inliers, a high enough inlier ratio, inliers spread over the target, and a
-   projected outline that a flat object can have (convex, not tiny, moderate
-   perspective). The outline's bounding box is the detection's box.
+1. Every frame descriptor looks up its approximate nearest neighbour among the
+   descriptors of all registered views at once (:class:`BinaryLsh`), and the
+   nearest one of any *other* view. A neighbour closer than ``match_distance``
+   that passes Lowe's ratio test against the other view's is a correspondence
+   and a vote for its view. The cost grows slowly with the number of targets.
+2. The ``shortlist`` views with most votes (at least ``min_votes``) are verified:
+   a homography is fitted to their correspondences (USAC MAGSAC++); it must have
+   enough inliers, a high enough inlier ratio, inliers spread over the target,
+   and a projected outline that a flat object can have (convex, not tiny,
+   moderate perspective). The outline's bounding box is the detection's box.
 
-The index is immutable: registering a target builds a new one (see
-:class:`detectors.objects.registry.TargetRegistry`), so ``detect`` needs no lock
-except around the FLANN query.
+The index is immutable, so ``detect`` is safe from any number of threads;
+registering a target builds a new one (:class:`detectors.objects.registry.TargetRegistry`).
 """
 
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -29,6 +27,7 @@ import numpy.typing as npt
 
 from detectors.core import Detection, Detections, ImageBGR
 from detectors.objects.features import Features, Points, frame_features
+from detectors.objects.lsh import BinaryLsh
 
 TIER = "objects"
 
@@ -45,17 +44,17 @@ class Target:
 class MatchConfig:
     """Thresholds of recognition; the defaults are the ones ``eval-targets`` measured."""
 
-    vote_distance: int = 64
-    """Hamming distance (of 256 bits) under which an LSH neighbour votes for its view."""
+    match_distance: int = 64
+    """Hamming distance (of 256 bits) under which an LSH neighbour is a correspondence."""
     min_votes: int = 6
     """Views with fewer votes are not verified."""
     shortlist: int = 3
     """At most this many views are verified per frame."""
     ratio: float = 0.8
-    """Lowe's ratio test: best match distance below ``ratio`` x the second best."""
+    """Lowe's ratio test: nearest distance below ``ratio`` x the nearest of another view."""
     reprojection_px: float = 6.0
     """RANSAC inlier threshold, in frame pixels."""
-    min_inliers: int = 12
+    min_inliers: int = 14
     min_inlier_ratio: float = 0.3
     min_coverage: float = 0.03
     """Inliers' convex hull, as a fraction of the reference's area."""
@@ -90,14 +89,6 @@ class Verified:
         return Detection(self.name, self.score, (float(x0), float(y0), float(x1), float(y1)))
 
 
-@dataclass(slots=True)
-class _Lsh:
-    """The FLANN LSH index over all views' descriptors, with the lock that guards queries."""
-
-    matcher: cv2.FlannBasedMatcher
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
 class TargetIndex:
     """An immutable set of registered targets that recognises them in frames.
 
@@ -111,16 +102,12 @@ class TargetIndex:
             (t.name, i, view) for t in self.targets for i, view in enumerate(t.views)
         ]
         counts = [len(view) for _, _, view in self._views]
-        self._owner = np.repeat(np.arange(len(self._views)), counts).astype(np.int32)
-        self._lsh: _Lsh | None = None
-        if self._owner.size:
-            matcher = cv2.FlannBasedMatcher(
-                {"algorithm": 6, "table_number": 10, "key_size": 20, "multi_probe_level": 1},
-                {"checks": 32},
-            )
-            matcher.add([np.vstack([view.descriptors for _, _, view in self._views])])
-            matcher.train()
-            self._lsh = _Lsh(matcher)
+        self._owner = np.repeat(np.arange(len(self._views)), counts).astype(np.int64)
+        self._offset = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        descriptors = [view.descriptors for _, _, view in self._views]
+        self._lsh = BinaryLsh(
+            np.vstack(descriptors) if descriptors else np.zeros((0, 32), np.uint8), self._owner
+        )
 
     @property
     def tier(self) -> str:
@@ -139,55 +126,57 @@ class TargetIndex:
 
     def recognise(self, image: ImageBGR, features: Features | None = None) -> list[Verified]:
         """Every registered target verified in ``image``, best first, at most one per name."""
-        if self._lsh is None:
+        if not self._owner.size:
             return []
         frame = features if features is not None else frame_features(image)
         if len(frame) < self.config.min_inliers:
             return []
+        query, matched = self.correspondences(frame)
         found: dict[str, Verified] = {}
-        for view in self.shortlist(frame):
-            name, index, reference = self._views[view]
+        for view in self.shortlist_of(matched):
+            name, number, reference = self._views[view]
             if name in found:
                 continue
-            verified = verify(frame, reference, self.config)
+            mine = self._owner[matched] == view
+            src = reference.points[matched[mine] - self._offset[view]]
+            verified = verify(src, frame.points[query[mine]], reference, self.config)
             if verified is not None:
-                found[name] = Verified(name, index, *verified)
+                found[name] = Verified(name, number, *verified)
         return sorted(found.values(), key=lambda v: -v.score)
 
+    def correspondences(
+        self, frame: Features
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """``(frame rows, index rows)`` of the descriptor pairs that pass distance and ratio."""
+        near = self._lsh.query(frame.descriptors)
+        ok = (near.index >= 0) & (near.distance < self.config.match_distance)
+        ok &= near.distance < self.config.ratio * near.other_distance
+        query = np.flatnonzero(ok)
+        return query, near.index[query]
+
     def shortlist(self, frame: Features) -> list[int]:
-        """Indices of the views with most LSH votes from ``frame``, most first."""
-        assert self._lsh is not None
-        with self._lsh.lock:
-            neighbours = self._lsh.matcher.knnMatch(frame.descriptors, k=1)
-        owners = [
-            self._owner[m[0].trainIdx]
-            for m in neighbours
-            if m and m[0].distance < self.config.vote_distance
-        ]
-        if not owners:
+        """Indices of the views with most votes from ``frame``, most first."""
+        return self.shortlist_of(self.correspondences(frame)[1])
+
+    def shortlist_of(self, matched: npt.NDArray[np.int64]) -> list[int]:
+        if not matched.size:
             return []
-        votes = np.bincount(np.asarray(owners), minlength=len(self._views))
+        votes = np.bincount(self._owner[matched], minlength=len(self._views))
         order = np.argsort(-votes, kind="stable")[: self.config.shortlist]
         return [int(v) for v in order if votes[v] >= self.config.min_votes]
 
 
 def verify(
-    frame: Features, reference: Features, config: MatchConfig
+    src: Points, dst: Points, reference: Features, config: MatchConfig
 ) -> tuple[int, int, Points, float] | None:
-    """Match ``frame`` to one reference view and check the homography.
+    """Check the homography of correspondences ``src`` (reference px) -> ``dst`` (frame px).
 
     Returns:
-        ``(inliers, ratio-test matches, outline in the frame, score)``, or ``None``
-        when the view is not in the frame.
+        ``(inliers, correspondences, outline in the frame, score)``, or ``None``
+        when they do not show the reference in the frame.
     """
-    if len(reference) < 2:
+    if len(src) < config.min_inliers:
         return None
-    pairs = cv2.BFMatcher(cv2.NORM_HAMMING).knnMatch(frame.descriptors, reference.descriptors, k=2)
-    good = [p[0] for p in pairs if len(p) == 2 and p[0].distance < config.ratio * p[1].distance]
-    if len(good) < config.min_inliers:
-        return None
-    src = reference.points[[m.trainIdx for m in good]]
-    dst = frame.points[[m.queryIdx for m in good]]
     homography, mask = cv2.findHomography(
         src, dst, cv2.USAC_MAGSAC, config.reprojection_px, maxIters=2000, confidence=0.999
     )
@@ -195,7 +184,7 @@ def verify(
         return None
     inlier = mask.ravel().astype(bool)
     inliers = int(inlier.sum())
-    if inliers < config.min_inliers or inliers < config.min_inlier_ratio * len(good):
+    if inliers < config.min_inliers or inliers < config.min_inlier_ratio * len(src):
         return None
     if _coverage(src[inlier], reference) < config.min_coverage:
         return None
@@ -204,7 +193,7 @@ def verify(
         outline, reference.width / reference.height, config
     ):
         return None
-    return inliers, len(good), outline, inlier_score(inliers, config)
+    return inliers, len(src), outline, inlier_score(inliers, config)
 
 
 def _coverage(points: Points, reference: Features) -> float:
