@@ -1,8 +1,8 @@
 """Where every millisecond goes: ``python run.py bench`` prints tables (``--json PATH`` too).
 
-    python run.py bench                               # all four sections, about 10 minutes
+    python run.py bench                               # all four sections, about 5 minutes
     python run.py bench --only detector,pipeline      # a subset
-    python run.py bench --json docs/bench.json
+    python run.py bench --json docs/benchmarks.json   # docs/benchmarks.md reads this run
 
 Sections, each measured side by side in this one process (cases interleaved
 round by round, so that a neighbour's load hits all of them alike):
@@ -512,6 +512,64 @@ def gemm_ceilings(peak: Peaks, rounds: int, size: int = 768) -> list[Ceiling]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class StemCheck:
+    """ORT's first QLinearConv against an exact int32 reference (``vpmaddubsw`` saturation)."""
+
+    tier: str
+    off_share: float  # share of outputs more than one quantization step off
+    max_off: int  # steps
+    weights_over_64: float  # share of s8 weights with |w| > 64 (pairs can overflow 16 bit)
+
+
+def stem_check(card: ModelCard) -> StemCheck | None:
+    """Recompute the INT8 model's first convolution exactly and compare ORT's output with it.
+
+    AVX2 without VNNI multiplies u8 x s8 with ``vpmaddubsw``, which adds each
+    pair of products into a saturating 16-bit lane; a correct kernel is within
+    one step of the reference. Needs the ``onnx`` package; ``None`` without it
+    or when the model does not start with QuantizeLinear -> QLinearConv.
+    """
+    try:
+        from onnx import TensorProto, helper, load, numpy_helper
+    except ImportError:
+        return None
+    model = load(str(card.model_path))
+    quant, conv = model.graph.node[0], model.graph.node[1]
+    if (quant.op_type, conv.op_type) != ("QuantizeLinear", "QLinearConv"):
+        return None
+    init = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    model.graph.output.append(
+        helper.make_tensor_value_info(conv.output[0], TensorProto.UINT8, None)
+    )
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    tensor = sample_tensor(card)
+    got = session.run([conv.output[0]], {card.input.name: tensor})[0][0].astype(np.int64)
+    x_scale, x_zero = float(init[conv.input[1]]), int(init[conv.input[2]])
+    w = init[conv.input[3]].astype(np.int64)  # out x in x kh x kw, zero point 0 (symmetric)
+    attrs = {a.name: list(a.ints) for a in conv.attribute}
+    (sy, sx), pads = attrs.get("strides", [1, 1]), attrs.get("pads", [0, 0, 0, 0])
+    x = np.clip(np.round(tensor[0] / x_scale) + x_zero, 0, 255).astype(np.int64) - x_zero
+    x = np.pad(x, ((0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    out_h, out_w = got.shape[1:]
+    kh, kw = w.shape[2:]
+    cols = np.stack([x[:, ky : ky + sy * out_h : sy, kx : kx + sx * out_w : sx]
+                     for ky in range(kh) for kx in range(kw)], 1)  # fmt: skip
+    acc = np.einsum("ok,khw->ohw", w.reshape(len(w), -1), cols.reshape(-1, out_h, out_w))
+    if len(conv.input) > 8:
+        acc += init[conv.input[8]].astype(np.int64)[:, None, None]
+    w_scale = init[conv.input[4]].astype(np.float64).reshape(-1, 1, 1)
+    y_scale, y_zero = float(init[conv.input[6]]), int(init[conv.input[7]])
+    ref = np.clip(np.round(acc * x_scale * w_scale / y_scale) + y_zero, 0, 255)
+    off = np.abs(ref - got)
+    return StemCheck(card.tier, float((off > 1).mean()), int(off.max()),
+                     float((np.abs(w) > 64).mean()))  # fmt: skip
+
+
 def format_ceilings(ceilings: Sequence[Ceiling]) -> str:
     body = [[c.name, f"{c.ms:.2f}", f"{c.gop_s:.1f}", f"{100 * c.of_peak:.0f}"] for c in ceilings]
     return table(["GEMM 768^3, 1 thread", "ms", "GOP/s", "% of peak"], body)
@@ -1017,7 +1075,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transports", default="websocket,webrtc")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per capacity step")
     parser.add_argument("--profile", default="high", help="device profile of the server sessions")
-    parser.add_argument("--ocr-clips", type=int, default=6, help="clips per content, OCR")
+    parser.add_argument("--ocr-clips", type=int, default=8, help="clips per content, OCR")
     parser.add_argument("--ocr-per-clip", type=int, default=3, help="frames per clip, OCR")
     parser.add_argument("--ocr-threads", type=int, default=1, help="threads, ours and OCR alike")
 
@@ -1072,10 +1130,18 @@ def run_bench(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
         out("\n## Where the time goes (ORT profiler, 1 thread, ms per run)\n")
         out(format_profiles(profiles))
         out("\n" + format_layers(profiles[-2], profiles[-1]))
+        checks = [c for tier in tiers if (c := stem_check(find_card(tier, "int8")))]
+        for c in checks:
+            out(
+                f"first conv of int8 {c.tier} vs exact int32: {100 * c.off_share:.1f} % of outputs "
+                f"off by > 1 step, at most {c.max_off} steps "
+                f"({100 * c.weights_over_64:.0f} % of its weights |w| > 64)"
+            )
         report["detector"] = {
             "rows": [asdict(r) for r in rows],
             "gemm_ceilings": [asdict(c) for c in ceilings],
             "profiles": [asdict(p) for p in profiles],
+            "stem_checks": [asdict(c) for c in checks],
         }
     if "pipeline" in sections:
         high_tier = tiers[-1]

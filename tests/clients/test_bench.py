@@ -74,6 +74,8 @@ def test_detector_rows_profiles_and_ceilings():
     assert "QLinearConv" in bench.format_profiles([profile])
     ceilings = bench.gemm_ceilings(peak, rounds=1, size=32)  # [] without the onnx package
     assert all(c.gop_s > 0 for c in ceilings)
+    check = bench.stem_check(find_card(TIERS[0], "int8"))  # None without the onnx package
+    assert check is None or (0 <= check.off_share <= 1 and check.max_off >= 0)
 
 
 @needs_model
