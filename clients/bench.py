@@ -570,6 +570,120 @@ def stem_check(card: ModelCard) -> StemCheck | None:
                      float((np.abs(w) > 64).mean()))  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class VariantRow:
+    """One build of a tier: its time beside FP32, and how far its heat maps are from FP32's."""
+
+    name: str
+    ms: float
+    best_ms: float
+    speedup: float  # FP32 over this, median of the per-round ratios
+    heat_diff_median: float  # per frame the largest |heat map - FP32 heat map|; median over frames
+    heat_diff_max: float
+    same_decision: int  # frames where this and FP32 agree on "fires" (peak >= threshold)
+    frames: int
+
+
+def int8_variants(tier: str, rounds: int, runs: int, frames: int = 8) -> list[VariantRow]:
+    """The shipped INT8 model beside two edits of it that the detector engineer could ship.
+
+    ``uint8 input``: the input QuantizeLinear removed, letterboxed pixels fed as
+    uint8 (exact when the input scale is 1/255 and its zero point 0). ``FP32
+    stem``: the first QLinearConv replaced by the FP32 model's Conv + ReLU and a
+    QuantizeLinear to the same output scale (no ``vpmaddubsw`` saturation there).
+    Built in memory from the shipped files; needs the ``onnx`` package, else ``[]``.
+    """
+    try:
+        from onnx import TensorProto, helper, load, numpy_helper
+    except ImportError:
+        return []
+    fp32_card, int8_card = find_card(tier, "fp32"), find_card(tier, "int8")
+    model = load(str(int8_card.model_path))
+    quant, stem = model.graph.node[0], model.graph.node[1]
+    init = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    if (quant.op_type, stem.op_type) != ("QuantizeLinear", "QLinearConv") or not np.isclose(
+        float(init[quant.input[1]]) * 255, 1.0
+    ):
+        return []
+    uint8_input = load(str(int8_card.model_path))
+    uint8_input.graph.node.remove(uint8_input.graph.node[0])
+    for node in uint8_input.graph.node:
+        node.input[:] = [quant.input[0] if n == quant.output[0] else n for n in node.input]
+    uint8_input.graph.input[0].type.tensor_type.elem_type = TensorProto.UINT8
+    fp32 = load(str(fp32_card.model_path))
+    fp32_conv = next(n for n in fp32.graph.node if n.op_type == "Conv")
+    fp32_weights = [i for i in fp32.graph.initializer if i.name in fp32_conv.input[1:]]
+    conv = helper.make_node("Conv", [quant.input[0], *fp32_conv.input[1:]], ["stem_fp32"])
+    conv.attribute.extend(stem.attribute)
+    fp32_stem = load(str(int8_card.model_path))
+    rest = list(fp32_stem.graph.node)[2:]
+    del fp32_stem.graph.node[:]
+    fp32_stem.graph.node.extend([
+        conv,
+        helper.make_node("Relu", ["stem_fp32"], ["stem_relu"]),
+        helper.make_node("QuantizeLinear", ["stem_relu", *stem.input[6:8]], [stem.output[0]]),
+        *rest,
+    ])  # fmt: skip
+    fp32_stem.graph.initializer.extend(fp32_weights)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3  # the unused stem initializers are reported otherwise
+    sessions = {
+        name: ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+        for name, source in (
+            ("fp32", str(fp32_card.model_path)),
+            ("int8 as shipped", str(int8_card.model_path)),
+            ("int8, uint8 input", uint8_input.SerializeToString()),
+            ("int8, FP32 stem", fp32_stem.SerializeToString()),
+        )
+    }
+    name_in = int8_card.input.name
+
+    def feed(name: str, tensor: npt.NDArray[np.float32]) -> dict[str, Any]:
+        if name == "int8, uint8 input":
+            return {name_in: np.round(tensor * 255).astype(np.uint8)}
+        return {name_in: tensor}
+
+    tensor = sample_tensor(int8_card)
+    times = interleaved(
+        {n: partial(sess.run, None, feed(n, tensor)) for n, sess in sessions.items()}, rounds, runs
+    )
+    labelled = labelled_frames(frames, 1)
+    heat: dict[str, list[npt.NDArray[np.float32]]] = {n: [] for n in sessions}
+    for frame in labelled:
+        tensor = letterbox(frame.image, int8_card)[0]
+        for n, sess in sessions.items():
+            heat[n].append(sess.run(None, feed(n, tensor))[0])
+    rows = []
+    for n in sessions:
+        diffs = [float(np.abs(a - b).max()) for a, b in zip(heat[n], heat["fp32"], strict=True)]
+        fires = [(a.max() >= int8_card.threshold) == (b.max() >= int8_card.threshold)
+                 for a, b in zip(heat[n], heat["fp32"], strict=True)]  # fmt: skip
+        rows.append(
+            VariantRow(
+                name=n,
+                ms=statistics.median(flat(times[n])),
+                best_ms=min(statistics.median(r) for r in times[n]),
+                speedup=statistics.median(round_ratios(times["fp32"], times[n])),
+                heat_diff_median=statistics.median(diffs),
+                heat_diff_max=max(diffs),
+                same_decision=sum(fires),
+                frames=len(labelled),
+            )
+        )
+    return rows
+
+
+def format_variants(tier: str, rows: Sequence[VariantRow]) -> str:
+    body = [[r.name, f"{r.ms:.2f}", f"{r.best_ms:.2f}", f"{r.speedup:.2f}",
+             f"{r.heat_diff_median:.3f}", f"{r.heat_diff_max:.3f}",
+             f"{r.same_decision}/{r.frames}"] for r in rows]  # fmt: skip
+    header = [f"{tier} build (1 thread)", "ms p50", "best", "fp32/this", "heat diff p50",
+              "max", "same decision as fp32"]  # fmt: skip
+    return table(header, body)
+
+
 def format_ceilings(ceilings: Sequence[Ceiling]) -> str:
     body = [[c.name, f"{c.ms:.2f}", f"{c.gop_s:.1f}", f"{100 * c.of_peak:.0f}"] for c in ceilings]
     return table(["GEMM 768^3, 1 thread", "ms", "GOP/s", "% of peak"], body)
@@ -1137,11 +1251,15 @@ def run_bench(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                 f"off by > 1 step, at most {c.max_off} steps "
                 f"({100 * c.weights_over_64:.0f} % of its weights |w| > 64)"
             )
+        variants = int8_variants(tiers[-1], args.rounds, args.runs, args.ocr_clips)
+        if variants:
+            out("\n" + format_variants(tiers[-1], variants))
         report["detector"] = {
             "rows": [asdict(r) for r in rows],
             "gemm_ceilings": [asdict(c) for c in ceilings],
             "profiles": [asdict(p) for p in profiles],
             "stem_checks": [asdict(c) for c in checks],
+            "int8_variants": [asdict(v) for v in variants],
         }
     if "pipeline" in sections:
         high_tier = tiers[-1]

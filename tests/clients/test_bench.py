@@ -76,6 +76,10 @@ def test_detector_rows_profiles_and_ceilings():
     assert all(c.gop_s > 0 for c in ceilings)
     check = bench.stem_check(find_card(TIERS[0], "int8"))  # None without the onnx package
     assert check is None or (0 <= check.off_share <= 1 and check.max_off >= 0)
+    variants = bench.int8_variants(TIERS[0], rounds=1, runs=1, frames=1)  # [] without onnx
+    assert len(variants) in (0, 4)
+    assert all(v.frames == 3 and v.ms > 0 for v in variants)
+    assert not variants or variants[0].heat_diff_max == 0.0  # FP32 against itself
 
 
 @needs_model
