@@ -32,6 +32,10 @@ FRAME_SIDE = 640
 """Frames larger than this on their longer side are downscaled before description."""
 FRAME_FEATURES = 1200
 """Keypoints kept per camera frame."""
+OVERSAMPLE = 3
+"""ORB detects this many times the keypoints wanted, then :func:`spread` picks among them."""
+GRID = (8, 6)
+"""Columns and rows of the grid over which keypoints are spread."""
 
 MIN_SIDE = 96
 """A reference whose shorter side is below this many pixels is refused (``image_too_small``)."""
@@ -92,13 +96,46 @@ def _resize(gray: Gray, scale: float) -> Gray:
 
 
 def describe(gray: Gray, n_features: int) -> tuple[Points, Descriptors]:
-    """ORB keypoints and descriptors of ``gray``; a fresh ORB per call keeps it thread-safe."""
-    orb = cv2.ORB.create(nfeatures=n_features, scaleFactor=1.2, nlevels=8, fastThreshold=12)
-    keypoints, descriptors = orb.detectAndCompute(gray, None)
+    """ORB keypoints spread over ``gray`` (see :func:`spread`), and their descriptors.
+
+    A fresh ORB per call keeps it thread-safe.
+    """
+    orb = cv2.ORB.create(
+        nfeatures=OVERSAMPLE * n_features, scaleFactor=1.2, nlevels=8, fastThreshold=12
+    )
+    keypoints = orb.detect(gray, None)
+    if not keypoints:
+        return np.zeros((0, 2), np.float32), np.zeros((0, 32), np.uint8)
+    points = np.array([kp.pt for kp in keypoints], np.float32).reshape(-1, 2)
+    response = np.array([kp.response for kp in keypoints], np.float32)
+    chosen = spread(points, response, gray.shape[1], gray.shape[0], n_features)
+    keypoints, descriptors = orb.compute(gray, [keypoints[i] for i in chosen])
     if descriptors is None or len(keypoints) == 0:
         return np.zeros((0, 2), np.float32), np.zeros((0, 32), np.uint8)
     points = np.array([kp.pt for kp in keypoints], np.float32).reshape(-1, 2)
     return points, np.ascontiguousarray(descriptors, np.uint8)
+
+
+def spread(
+    points: Points, response: npt.NDArray[np.float32], width: int, height: int, count: int
+) -> list[int]:
+    """Indices of at most ``count`` keypoints, strongest first within each cell of a grid.
+
+    ORB keeps the strongest corners of the whole image, so a busy background
+    starves a softer poster of keypoints; a quota per cell of a
+    :data:`GRID` grid keeps some everywhere (unused quota goes to the strongest rest).
+    """
+    columns, rows = GRID
+    cell = np.minimum((points[:, 0] * columns / width).astype(np.int64), columns - 1)
+    cell += columns * np.minimum((points[:, 1] * rows / height).astype(np.int64), rows - 1)
+    order = np.lexsort((-response, cell))  # by cell, strongest first
+    sorted_cells = cell[order]
+    rank = np.arange(len(order)) - np.searchsorted(sorted_cells, sorted_cells, "left")
+    quota = max(1, count // (columns * rows))
+    first = order[rank < quota]
+    rest = order[rank >= quota]
+    rest = rest[np.argsort(-response[rest], kind="stable")][: max(0, count - len(first))]
+    return [int(i) for i in np.concatenate([first, rest])[:count]]
 
 
 def frame_features(image: ImageBGR) -> Features:
