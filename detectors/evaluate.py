@@ -78,16 +78,22 @@ def average_precision(scored: list[tuple[float, bool]], positives: int) -> float
     return float(np.sum(np.diff(recall) * envelope[1:]))
 
 
-def median_latency_ms(detector: OnnxDetector, runs: int) -> float:
-    tensor, _ = letterbox(np.zeros((FRAME_HEIGHT, FRAME_WIDTH, 3), np.uint8), detector.card)
-    for _ in range(5):
-        detector.infer(tensor)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        detector.infer(tensor)
-        times.append(time.perf_counter() - start)
-    return 1000 * float(np.median(times))
+def median_latencies_ms(detectors: list[OnnxDetector], rounds: int) -> list[float]:
+    """Median single-thread time of each network on one letterboxed frame.
+
+    The models take turns, one run each per round, so that load from other
+    processes on a shared machine falls on all of them alike.
+    """
+    frame = np.zeros((FRAME_HEIGHT, FRAME_WIDTH, 3), np.uint8)
+    tensors = [letterbox(frame, d.card)[0] for d in detectors]
+    times: list[list[float]] = [[] for _ in detectors]
+    for round_ in range(rounds + 5):
+        for detector, tensor, spent in zip(detectors, tensors, times, strict=True):
+            start = time.perf_counter()
+            detector.infer(tensor)
+            if round_ >= 5:  # the first runs warm caches and allocators up
+                spent.append(time.perf_counter() - start)
+    return [1000 * float(np.median(t)) for t in times]
 
 
 def evaluate(cards: list[ModelCard], scenes: int, latency_runs: int) -> dict[Path, Result]:
@@ -104,15 +110,16 @@ def evaluate(cards: list[ModelCard], scenes: int, latency_runs: int) -> dict[Pat
         for path, detector in detectors.items():
             found = detector.detect(image).above(detector.card.threshold)
             false_frames[path] += len(found) > 0
+    latencies = median_latencies_ms(list(detectors.values()), latency_runs)
     results = {}
-    for path, detector in detectors.items():
+    for (path, detector), latency in zip(detectors.items(), latencies, strict=True):
         at_threshold = [tp for score, tp in scored[path] if score >= detector.card.threshold]
         results[path] = Result(
             ap50=average_precision(scored[path], positives),
             precision=sum(at_threshold) / max(1, len(at_threshold)),
             recall=sum(at_threshold) / max(1, positives),
             hard_negative_fp_rate=false_frames[path] / max(1, scenes),
-            latency_ms=median_latency_ms(detector, latency_runs),
+            latency_ms=latency,
         )
     return results
 
