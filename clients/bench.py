@@ -109,6 +109,7 @@ def cpu_info() -> dict[str, Any]:
         "logical_cores": os.cpu_count() or 1,
         "mhz": mhz,
         "simd": {f: f in flags for f in simd},
+        "flags": sorted(flags),
     }
 
 
