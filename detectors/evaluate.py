@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -150,6 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scenes", type=int, default=400, help="held-out scenes of each kind")
     parser.add_argument("--latency-runs", type=int, default=100)
     parser.add_argument("--write-cards", action="store_true", help="store the numbers in the cards")
+    argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
     cards = [
         c
@@ -159,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     results = evaluate(cards, args.scenes, args.latency_runs)
     print(format_table(cards, results))
     if args.write_cards:
-        command = "python -m detectors.evaluate " + shlex.join(argv or [])
+        command = " ".join(["python -m detectors.evaluate", shlex.join(argv)])
         for card in cards:
             metrics = {k: round(v, 4) for k, v in asdict(results[card.path]).items()}
             metrics |= {"scenes": args.scenes, "frame": f"{FRAME_WIDTH}x{FRAME_HEIGHT}"}
