@@ -74,8 +74,9 @@ def test_detector_rows_profiles_and_ceilings():
     assert "QLinearConv" in bench.format_profiles([profile])
     ceilings = bench.gemm_ceilings(peak, rounds=1, size=32)  # [] without the onnx package
     assert all(c.gop_s > 0 for c in ceilings)
-    check = bench.stem_check(find_card(TIERS[0], "int8"))  # None without the onnx package
-    assert check is None or (0 <= check.off_share <= 1 and check.max_off >= 0)
+    checks = bench.conv_checks(find_card(TIERS[0], "int8"))  # [] without the onnx package
+    assert all(0 <= c.off_share <= 1 and c.max_off >= 0 for c in checks)
+    assert not checks or "QLinearConv layers" in bench.format_conv_checks(checks)
     variants = bench.int8_variants(TIERS[0], rounds=1, runs=1, frames=1)  # [] without onnx
     assert len(variants) in (0, 4)
     assert all(v.frames == 3 and v.ms > 0 for v in variants)
