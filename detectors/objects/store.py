@@ -30,6 +30,7 @@ import numpy as np
 
 from detectors.core import ImageBGR
 from detectors.objects.features import (
+    GRID,
     REF_FEATURES,
     REF_SIDE,
     Features,
@@ -41,7 +42,7 @@ from detectors.objects.index import Target
 log = logging.getLogger(__name__)
 
 FORMAT = 1
-FEATURE_VERSION = f"orb-{REF_SIDE}-{'-'.join(map(str, REF_FEATURES))}"
+FEATURE_VERSION = f"orb-{REF_SIDE}-{'-'.join(map(str, REF_FEATURES))}-grid{GRID[0]}x{GRID[1]}"
 """Changes whenever cached features would differ; older caches are recomputed on load."""
 STORED_SIDE = 1024
 """Reference photos are stored shrunk to this longer side."""
