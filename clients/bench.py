@@ -1215,7 +1215,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--clock-ghz", type=float, help="core clock for the peaks (default: measured, else nominal)"
     )
-    parser.add_argument("--ladder", default="1,2,4,6,8,10,12", help="stream counts, capacity")
+    parser.add_argument("--ladder", default="1,2,4,6,8,10,12,16", help="stream counts, capacity")
     parser.add_argument("--transports", default="websocket,webrtc")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per capacity step")
     parser.add_argument("--profile", default="high", help="device profile of the server sessions")
