@@ -1,6 +1,5 @@
 """Reference images and frames shared by the object-scan tests (cheap: rendered covers)."""
 
-
 from __future__ import annotations
 
 from functools import cache
