@@ -10,7 +10,9 @@ from clients.local_server import local_server
 
 
 @pytest.fixture(scope="session")
-def live_server() -> Iterator[str]:
-    """Base URL of ``python run.py serve`` on the bundled model; stopped after the session."""
-    with local_server("--host", "127.0.0.1") as server:
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of ``python run.py serve`` on the bundled model, with no registered targets
+    (not the user's own folder); stopped after the session."""
+    targets = tmp_path_factory.mktemp("targets")
+    with local_server("--host", "127.0.0.1", "--targets", str(targets)) as server:
         yield server.url
