@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -25,3 +26,13 @@ def checked(message: dict[str, Any]) -> dict[str, Any]:
     """``message`` itself, after asserting it is a valid server message."""
     SERVER_MESSAGE.validate(message)
     return message
+
+
+async def receive_until(ws: Any, predicate: Any, limit: float = 5.0) -> list[dict[str, Any]]:
+    """Checked messages received on ``ws`` until one satisfies ``predicate`` (inclusive)."""
+    seen: list[dict[str, Any]] = []
+    async with asyncio.timeout(limit):
+        while True:
+            seen.append(checked(json.loads(await ws.recv())))
+            if predicate(seen[-1]):
+                return seen

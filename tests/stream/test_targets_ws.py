@@ -1,6 +1,5 @@
 """Scan targets over the websocket API: register, recognise in a session, list, remove, refusals."""
 
-import asyncio
 import json
 
 import numpy as np
@@ -8,21 +7,12 @@ import pytest
 from aiohttp.test_utils import TestServer
 from fakes import RedSquareDetector, jpeg
 from object_scenes import PERSPECTIVE, covers, frame_with
-from schema import CLIENT_MESSAGE, checked
+from schema import CLIENT_MESSAGE, checked, receive_until
 from websockets.asyncio.client import connect
 
 from detectors.objects import TargetRegistry
 from stream.pipelines import Pipelines
 from stream.server import build_app
-
-
-async def receive_until(ws, predicate, limit=10.0):
-    seen = []
-    async with asyncio.timeout(limit):
-        while True:
-            seen.append(checked(json.loads(await ws.recv())))
-            if predicate(seen[-1]):
-                return seen
 
 
 @pytest.fixture
@@ -61,7 +51,7 @@ async def test_a_registered_target_is_recognized_by_a_session(targets_url):
         for i in range(12):
             await ws.send(json.dumps({"type": "timestamp", "t": i / 10}))
             await ws.send(frame)
-            seen += await receive_until(ws, lambda m: m["type"] == "frame")
+            seen += await receive_until(ws, lambda m: m["type"] == "frame", limit=10.0)
             if any(m.get("event") == "recognized" for m in seen):
                 break
         recognized = [m for m in seen if m.get("event") == "recognized"]

@@ -1,22 +1,11 @@
-import asyncio
 import json
 
 import pytest
 from fakes import jpeg, red_square_frame
-from schema import checked
+from schema import checked, receive_until
 from websockets.asyncio.client import connect
 
 from stream.ws_api import TokenBucket
-
-
-async def receive_until(ws, predicate, limit=5.0):
-    """Messages received until one satisfies ``predicate`` (inclusive)."""
-    seen = []
-    async with asyncio.timeout(limit):
-        while True:
-            seen.append(checked(json.loads(await ws.recv())))
-            if predicate(seen[-1]):
-                return seen
 
 
 @pytest.fixture
