@@ -53,8 +53,11 @@ class ScanClient:
                 raise ScanError(ready)
             yield cls(ws, ready)
 
-    async def send_frame(self, encoded: bytes) -> None:
-        """Send one JPEG or PNG frame; results arrive through :meth:`results`."""
+    async def send_frame(self, encoded: bytes, t: float | None = None) -> None:
+        """Send one JPEG or PNG frame, at media time ``t`` (seconds) if given, else at its
+        arrival time on the server; results arrive through :meth:`results`."""
+        if t is not None:
+            await self.ws.send(json.dumps({"type": "timestamp", "t": t}))
         await self.ws.send(encoded)
 
     async def results(self) -> AsyncIterator[dict[str, Any]]:
@@ -87,7 +90,7 @@ async def stream_source(
         while (item := await asyncio.to_thread(next, frames, None)) is not None:
             t, image = item
             await asyncio.sleep(max(0.0, start + t - loop.time()))
-            await client.send_frame(await asyncio.to_thread(encode_jpeg, image))
+            await client.send_frame(await asyncio.to_thread(encode_jpeg, image), t)
         await asyncio.sleep(1.0)  # let the last results arrive
         await client.ws.close()
         await reader

@@ -22,8 +22,8 @@ async def test_websocket_client_sends_jpeg_frames_and_gets_frame_and_event_messa
     seen: list[dict] = []
     async with ScanClient.connect(url) as client:
         assert client.ready["tier"]
-        for frame in clip.frames:
-            await client.send_frame(encode_jpeg(frame))
+        for index, frame in enumerate(clip.frames):  # media time: the clip's, not arrival's
+            await client.send_frame(encode_jpeg(frame), t=index / 15)
             async with asyncio.timeout(10):
                 async for message in client.results():
                     seen.append(message)
