@@ -8,11 +8,13 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
+from object_scenes import covers, frame_with
 from playwright.sync_api import Page, sync_playwright
 
 from clients.clips import write_y4m
-from clients.local_server import start_server, stop_server
+from clients.local_server import local_server, start_server, stop_server
 from detectors.synth.scenes import make_clip
 
 pytestmark = pytest.mark.browser
@@ -140,3 +142,44 @@ def test_the_page_reconnects_when_the_server_comes_back(tmp_path):
             wait_for(page, lambda r: len(frames(r[before:])) >= 3, limit_s=60)
     finally:
         stop_server(server)
+
+
+def cover_clip(tmp_path: Path) -> Path:
+    """A hand-held view of a book cover that fills most of the frame, as the page asks
+    ("fill the view with the target") before "Register target"."""
+    path = tmp_path / "cover.y4m"
+    shake = np.random.default_rng(3).normal(0, 2, (30, 2))
+    corners = np.array([(190, 20), (450, 20), (450, 460), (190, 460)], np.float64)
+    clip = [frame_with(covers()[0].image, [tuple(c) for c in corners + d]) for d in shake]
+    write_y4m(clip, path, CLIP_FPS)
+    return path
+
+
+def test_a_snapped_target_is_registered_and_then_recognized_in_the_stream(tmp_path):
+    name = "test cover"
+    with (
+        local_server("--host", "127.0.0.1", "--targets", str(tmp_path / "targets")) as server,
+        demo_page(server.url + "/?autostart", cover_clip(tmp_path)) as page,
+    ):
+        wait_for(page, lambda r: len(frames(r)) >= 2)  # the camera plays
+        page.fill("#target-name", name)
+        page.click("#register")
+        # The reply, not the status line: the scanning counter soon overwrites that.
+        results = wait_for(page, lambda r: any(m["type"] == "target_registered" for m in r))
+        later = wait_for(page, lambda r: any(e["label"] == name for e in recognized(r)))
+    reply = next(m for m in results if m["type"] == "target_registered")
+    assert (reply["name"], reply["targets"]) == (name, 1)
+    assert (tmp_path / "targets" / name / "target.json").is_file()  # persisted
+    assert {e["label"] for e in recognized(later)} == {name}
+
+
+def test_a_target_photo_without_texture_is_refused_on_the_page(live_server, tmp_path):
+    flat = tmp_path / "flat.y4m"
+    write_y4m([np.full((480, 640, 3), 128, np.uint8)] * 5, flat, CLIP_FPS)
+    with demo_page(live_server + "/?autostart", flat) as page:
+        wait_for(page, lambda r: len(frames(r)) >= 1)
+        page.fill("#target-name", "grey wall")
+        page.click("#register")
+        results = wait_for(page, lambda r: any(m["type"] == "error" for m in r))
+        assert page.is_enabled("#register")  # the user can try another photo
+    assert [m["code"] for m in results if m["type"] == "error"] == ["no_texture"]
