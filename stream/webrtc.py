@@ -17,6 +17,7 @@ from aiortc.mediastreams import MediaStreamError
 from stream import metrics
 from stream.admission import Admission, ServerConfig, Ticket, refuse
 from stream.images import video_frame_decoder
+from stream.jitter import complete_frames_on_marker
 from stream.pipelines import OptionError, Pipelines, SessionOptions
 from stream.session import Message, Session, error_message
 
@@ -116,6 +117,9 @@ class WebRtcGateway:
             await pc.setRemoteDescription(RTCSessionDescription(sdp=sdp, type="offer"))
             if pc.sctp is None or not any(t.kind == "video" for t in pc.getTransceivers()):
                 raise ValueError("the offer needs a video track and a data channel")
+            for transceiver in pc.getTransceivers():
+                if transceiver.kind == "video":  # before any packet can arrive
+                    complete_frames_on_marker(transceiver.receiver)
             await pc.setLocalDescription(await pc.createAnswer())
         except Exception as exc:  # aiortc raises many types for bad SDP
             await self.close(peer_id)

@@ -1,0 +1,172 @@
+"""The marker-bit jitter buffer: a video frame leaves as soon as its last packet is in."""
+
+import asyncio
+import json
+from fractions import Fraction
+
+import aiohttp
+import av
+import pytest
+from aiortc import RTCPeerConnection, RTCRtpReceiver, RTCSessionDescription, VideoStreamTrack
+from aiortc.jitterbuffer import JitterBuffer
+from aiortc.rtp import RtpPacket
+from fakes import red_square_frame
+
+import stream.webrtc
+from stream.jitter import MarkerJitterBuffer, complete_frames_on_marker
+from stream.server import loopback_host_addresses
+
+FRAME_TICKS = 6000  # 90 kHz clock, 15 fps
+
+
+def packet(seq: int, frame: int, marker: bool = False) -> RtpPacket:
+    """Packet ``seq`` of frame ``frame``; its payload names both so that frames can be checked."""
+    p = RtpPacket(
+        payload_type=96,
+        marker=int(marker),
+        sequence_number=seq % 65536,
+        timestamp=frame * FRAME_TICKS,
+    )
+    p._data = f"{frame}:{seq % 65536};".encode()
+    return p
+
+
+def feed(buffer: JitterBuffer, packets: list[RtpPacket]) -> list[bytes | None]:
+    """What ``add`` returns for each packet: a frame's bytes, or None."""
+    out: list[bytes | None] = []
+    for p in packets:
+        _, frame = buffer.add(p)
+        out.append(None if frame is None else frame.data)
+    return out
+
+
+def frame_bytes(frame: int, seqs: range) -> bytes:
+    return b"".join(f"{frame}:{s % 65536};".encode() for s in seqs)
+
+
+def test_aiortc_holds_a_complete_frame_until_the_next_frame_begins():
+    """The behaviour this module fixes (if aiortc changes it, MarkerJitterBuffer can go)."""
+    buffer = JitterBuffer(capacity=128, is_video=True)
+    assert feed(buffer, [packet(0, 0), packet(1, 0), packet(2, 0, True)]) == [None] * 3
+    assert feed(buffer, [packet(3, 1)]) == [frame_bytes(0, range(3))]
+
+
+@pytest.mark.parametrize(
+    ("packets", "expected"),
+    [
+        # in order: out at its marker packet
+        ([(0, 0, 0), (1, 0, 0), (2, 0, 1)], [None, None, (0, range(0, 3))]),
+        # one-packet frames, back to back
+        ([(0, 0, 1), (1, 1, 1)], [(0, range(0, 1)), (1, range(1, 2))]),
+        # reordered: out when the missing middle packet fills the hole
+        ([(0, 0, 0), (2, 0, 1), (1, 0, 0)], [None, None, (0, range(0, 3))]),
+        # marker lost so far: nothing (the hole), then the frame when it comes
+        ([(0, 0, 0), (1, 0, 0), (3, 1, 0), (2, 0, 1)], [None, None, None, (0, range(0, 3))]),
+        # sequence numbers wrap
+        ([(65534, 0, 0), (65535, 0, 0), (65536, 0, 1)], [None, None, (0, range(65534, 65537))]),
+        # a sender without marker bits: aiortc's rule, out when the next frame begins
+        ([(0, 0, 0), (1, 0, 0), (2, 1, 0)], [None, None, (0, range(0, 2))]),
+    ],
+)
+def test_marker_buffer_releases_a_frame_when_its_last_packet_arrives(packets, expected):
+    buffer = MarkerJitterBuffer(capacity=128, is_video=True)
+    got = feed(buffer, [packet(seq, frame, bool(marker)) for seq, frame, marker in packets])
+    assert got == [None if e is None else frame_bytes(*e) for e in expected]
+
+
+def test_a_late_duplicate_of_a_released_frame_is_ignored():
+    buffer = MarkerJitterBuffer(capacity=128, is_video=True)
+    assert feed(buffer, [packet(0, 0), packet(1, 0, True)])[-1] == frame_bytes(0, range(2))
+    assert feed(buffer, [packet(1, 0, True), packet(2, 1, True)]) == [
+        None,
+        frame_bytes(1, range(2, 3)),
+    ]
+
+
+async def test_a_video_receiver_gets_the_marker_buffer_once():
+    pc = RTCPeerConnection()
+    try:
+        receiver = pc.addTransceiver("video").receiver
+        assert complete_frames_on_marker(receiver)
+        assert complete_frames_on_marker(receiver)  # idempotent
+        assert isinstance(receiver._RTCRtpReceiver__jitter_buffer, MarkerJitterBuffer)
+        audio = pc.addTransceiver("audio").receiver
+        assert not complete_frames_on_marker(audio)  # audio buffers prefetch; left alone
+        assert type(audio._RTCRtpReceiver__jitter_buffer) is JitterBuffer
+    finally:
+        await pc.close()
+
+
+def test_an_unknown_receiver_is_left_untouched(caplog):
+    receiver = object.__new__(RTCRtpReceiver)  # no buffer attribute: a different aiortc
+    assert not complete_frames_on_marker(receiver)
+    assert "lag one" in caplog.text
+
+
+class LockstepTrack(VideoStreamTrack):
+    """Sends frame n+1 only after the results of frames 0..n are back.
+
+    With aiortc's own buffer the server would decode frame n only once frame n+1's
+    packets arrive, so this camera would wait forever.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent = 0
+        self.results = 0
+        self.result = asyncio.Event()
+
+    def on_result(self) -> None:
+        self.results += 1
+        self.result.set()
+
+    async def wait_results(self, n: int) -> None:
+        while self.results < n:
+            self.result.clear()
+            await self.result.wait()
+
+    async def recv(self) -> av.VideoFrame:
+        await self.wait_results(self.sent)
+        frame = av.VideoFrame.from_ndarray(red_square_frame(320, 240), format="bgr24")
+        frame.pts, frame.time_base = self.sent * FRAME_TICKS, Fraction(1, 90000)
+        self.sent += 1
+        return frame
+
+
+@pytest.mark.parametrize("marker", [True, False], ids=["marker", "aiortc"])
+async def test_the_server_answers_a_frame_before_the_next_one_is_sent(
+    fake_server, monkeypatch, marker
+):
+    import aioice.ice
+
+    monkeypatch.setattr(aioice.ice, "get_host_addresses", loopback_host_addresses)
+    if not marker:  # the control: aiortc's buffer, which holds every frame
+        monkeypatch.setattr(stream.webrtc, "complete_frames_on_marker", lambda receiver: False)
+    pc = RTCPeerConnection()
+    track = LockstepTrack()
+    channel = pc.createDataChannel("results")
+
+    @channel.on("message")
+    def on_message(data: str) -> None:
+        if json.loads(data)["type"] == "frame":
+            track.on_result()
+
+    pc.addTrack(track)
+    try:
+        await pc.setLocalDescription(await pc.createOffer())
+        body = {"sdp": pc.localDescription.sdp, "type": "offer"}
+        url = f"http://127.0.0.1:{fake_server.port}/offer"
+        async with aiohttp.ClientSession() as http, http.post(url, json=body) as response:
+            answer = await response.json()
+        await pc.setRemoteDescription(RTCSessionDescription(answer["sdp"], answer["type"]))
+        # Bounded: the control waits out its bound, then shows aiortc held frame 0.
+        answered = True
+        try:
+            async with asyncio.timeout(20 if marker else 3):
+                await track.wait_results(5)
+        except TimeoutError:
+            answered = False
+        assert answered == marker
+        assert track.sent >= 5 if marker else track.sent == 1
+    finally:
+        await pc.close()
