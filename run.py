@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
@@ -14,6 +15,26 @@ from clients.loadtest import add_arguments as loadtest_arguments
 from clients.replay import add_arguments as replay_arguments
 from detectors.objects.cli import add_arguments as targets_arguments
 from stream.admission import ServerConfig
+
+OWN_PARSERS = {
+    "eval-model": (
+        "detectors.evaluate",
+        "every detector tier, FP32 vs INT8: AP50, hard negatives, size, latency",
+    ),
+    "quantize": (
+        "detectors.quantize",
+        "your FP32 ONNX model -> calibrated INT8, with a before/after report",
+    ),
+    "eval-voting": (
+        "voting.evaluate",
+        "labelled clips through voting: precision, recall, time to decision per preset",
+    ),
+    "eval-targets": (
+        "detectors.objects.evaluate",
+        "object scan on synthetic clips: precision, recall, cost per frame",
+    ),
+}
+"""Commands whose module parses its own options: ``run.py NAME --help`` is that module's help."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,11 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     client.add_argument("--tier", default=None)
     client.add_argument("--fps", type=float, default=15.0, help="pace for image folders")
 
-    sub.add_parser(
-        "eval-voting",
-        add_help=False,  # its own options and --help: voting/evaluate.py
-        help="labelled clips through voting: precision, recall, time to decision per preset",
-    )
+    for name, (_, summary) in OWN_PARSERS.items():
+        sub.add_parser(name, add_help=False, help=summary)  # options and --help: its module
 
     loadtest = sub.add_parser("loadtest", help="N websocket + M WebRTC streams; latency, CPU, RSS")
     loadtest_arguments(loadtest)
@@ -88,11 +106,6 @@ def main(argv: list[str] | None = None) -> int:
 
     targets = sub.add_parser("targets", help="object scan: add, list or remove scan targets")
     targets_arguments(targets)
-    sub.add_parser(
-        "eval-targets",
-        add_help=False,  # its own options and --help: detectors/objects/evaluate.py
-        help="object scan on synthetic clips: precision, recall, cost per frame",
-    )
 
     profiles = sub.add_parser("profiles", help="device profiles, their model tier and latency")
     profiles.add_argument("--bench", action="store_true", help="also time each model here")
@@ -110,14 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     args, rest = parser.parse_known_args(argv)
-    if args.command == "eval-voting":
-        from voting.evaluate import main as eval_voting
-
-        return eval_voting(rest)
-    if args.command == "eval-targets":
-        from detectors.objects.evaluate import main as eval_targets
-
-        return eval_targets(rest)
+    if args.command in OWN_PARSERS:
+        module = importlib.import_module(OWN_PARSERS[args.command][0])
+        return int(module.main(rest) or 0)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")

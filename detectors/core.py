@@ -15,6 +15,28 @@ Box = tuple[float, float, float, float]
 ImageBGR = npt.NDArray[np.uint8]
 """An ``H x W x 3`` uint8 image in OpenCV's BGR order."""
 
+MAX_IMAGE_PIXELS = 4096 * 4096
+"""Largest image a detector takes (a 4K frame is 8.3 M pixels)."""
+
+
+class BadImageError(ValueError):
+    """An image a detector cannot take: not ``H x W x 3`` uint8, empty, or too large."""
+
+
+def require_bgr_image(image: object) -> None:
+    """Raise :class:`BadImageError` with what is wrong unless ``image`` is a usable BGR frame."""
+    if not isinstance(image, np.ndarray):
+        raise BadImageError(f"expected a numpy array, got {type(image).__name__}")
+    if image.dtype != np.uint8:
+        raise BadImageError(f"expected uint8 pixels, got {image.dtype}")
+    if image.ndim != 3 or image.shape[2] != 3:
+        raise BadImageError(f"expected an H x W x 3 BGR image, got shape {image.shape}")
+    height, width = image.shape[:2]
+    if height == 0 or width == 0:
+        raise BadImageError(f"empty image ({width}x{height})")
+    if height * width > MAX_IMAGE_PIXELS:
+        raise BadImageError(f"image is {width}x{height}; the limit is {MAX_IMAGE_PIXELS} pixels")
+
 
 @dataclass(frozen=True, slots=True)
 class Detection:
@@ -52,7 +74,9 @@ class Detector(Protocol):
     @property
     def tier(self) -> str: ...
 
-    def detect(self, image: ImageBGR) -> Detections: ...
+    def detect(self, image: ImageBGR) -> Detections:
+        """Raises :class:`BadImageError` for an image it cannot take."""
+        ...
 
 
 def rounded_box(box: Box) -> list[float]:

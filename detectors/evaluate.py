@@ -1,6 +1,6 @@
 """Evaluate the shipped 福 detectors on held-out generated scenes and print one table.
 
-    python -m detectors.evaluate [--tiers s m l] [--scenes 400] [--write-cards]
+    python run.py eval-model [--tiers s m l] [--scenes 400] [--write-cards] [--pick-thresholds RATE]
 
 For every tier and precision, side by side in one run: AP50 on held-out scenes
 (fonts and photos never used in training; 福, look-alikes only, or empty),
@@ -8,6 +8,11 @@ precision and recall at the card's operating threshold, the per-frame false
 positive rate on scenes holding only look-alike posters (富 幅 副 逼 辐 蝠 祸 祝 禄 神
 and festive 春 喜 寿 财), MACs, parameters, file size and the median single-thread
 latency of the network. ``--write-cards`` stores these numbers in the model cards.
+
+``--pick-thresholds RATE`` first sets each card's operating threshold: the
+lowest score at which at most ``RATE`` of look-alike-only frames fire, measured
+on training-split scenes (training fonts and photos, seeds apart from every
+other set), so the held-out numbers that follow stay unbiased.
 """
 
 from __future__ import annotations
@@ -16,22 +21,29 @@ import argparse
 import shlex
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-from detectors.card import MODELS_DIR, ModelCard, list_cards, update_card
+from detectors.card import MODELS_DIR, ModelCard, list_cards, read_card, update_card
 from detectors.core import Detections, ImageBGR, iou
 from detectors.onnx_detector import OnnxDetector, letterbox
-from detectors.synth.scenes import Boxes, Content, render_scene
+from detectors.synth.scenes import Boxes, Content, Split, render_scene
 
 FRAME_WIDTH, FRAME_HEIGHT = 640, 480
 AP_IOU = 0.5
 CURVE_THRESHOLD = 0.05
 """Detections down to this score make the precision-recall curve."""
-SEED_BASE = {"mixed": 70_000_000, "negative": 80_000_000}
+SEED_BASE: dict[tuple[Split, str], int] = {
+    ("eval", "mixed"): 70_000_000,
+    ("eval", "negative"): 80_000_000,
+    ("train", "mixed"): 90_000_000,
+    ("train", "negative"): 91_000_000,
+}
+THRESHOLD_GRID = np.round(np.arange(0.30, 0.951, 0.01), 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +57,13 @@ class Result:
     latency_ms: float
 
 
-def held_out(content: Content, count: int) -> Iterator[tuple[ImageBGR, Boxes]]:
-    """``count`` held-out 640x480 scenes of ``content``, always the same ones."""
+def held_out(
+    content: Content, count: int, split: Split = "eval"
+) -> Iterator[tuple[ImageBGR, Boxes]]:
+    """``count`` 640x480 scenes of ``content`` from ``split``, always the same ones."""
+    base = SEED_BASE[(split, str(content))]
     for i in range(count):
-        yield render_scene(SEED_BASE[str(content)] + i, FRAME_WIDTH, FRAME_HEIGHT, "eval", content)
+        yield render_scene(base + i, FRAME_WIDTH, FRAME_HEIGHT, split, content)
 
 
 def match(found: Detections, truth: Boxes) -> list[tuple[float, bool]]:
@@ -79,22 +94,27 @@ def average_precision(scored: list[tuple[float, bool]], positives: int) -> float
     return float(np.sum(np.diff(recall) * envelope[1:]))
 
 
-def median_latencies_ms(detectors: list[OnnxDetector], rounds: int) -> list[float]:
-    """Median single-thread time of each network on one letterboxed frame.
+def median_ms(calls: Sequence[Callable[[], object]], rounds: int) -> list[float]:
+    """Median time of each call in milliseconds.
 
-    The models take turns, one run each per round, so that load from other
+    The calls take turns, one run each per round, so that load from other
     processes on a shared machine falls on all of them alike.
     """
-    frame = np.zeros((FRAME_HEIGHT, FRAME_WIDTH, 3), np.uint8)
-    tensors = [letterbox(frame, d.card)[0] for d in detectors]
-    times: list[list[float]] = [[] for _ in detectors]
+    times: list[list[float]] = [[] for _ in calls]
     for round_ in range(rounds + 5):
-        for detector, tensor, spent in zip(detectors, tensors, times, strict=True):
+        for call, spent in zip(calls, times, strict=True):
             start = time.perf_counter()
-            detector.infer(tensor)
+            call()
             if round_ >= 5:  # the first runs warm caches and allocators up
                 spent.append(time.perf_counter() - start)
     return [1000 * float(np.median(t)) for t in times]
+
+
+def median_latencies_ms(detectors: list[OnnxDetector], rounds: int) -> list[float]:
+    """Median single-thread time of each network alone on one letterboxed 640x480 frame."""
+    frame = np.zeros((FRAME_HEIGHT, FRAME_WIDTH, 3), np.uint8)
+    calls = [partial(d.infer, letterbox(frame, d.card)[0]) for d in detectors]
+    return median_ms(calls, rounds)
 
 
 def evaluate(cards: list[ModelCard], scenes: int, latency_runs: int) -> dict[Path, Result]:
@@ -125,6 +145,46 @@ def evaluate(cards: list[ModelCard], scenes: int, latency_runs: int) -> dict[Pat
     return results
 
 
+@dataclass(frozen=True, slots=True)
+class ThresholdPick:
+    """An operating threshold and what it gives on the training-split scenes it was picked on."""
+
+    threshold: float
+    recall: float
+    fp_rate: float
+
+
+def pick_thresholds(
+    cards: list[ModelCard], scenes: int, max_fp_rate: float
+) -> dict[Path, ThresholdPick]:
+    """Per model, the lowest grid threshold at which <= ``max_fp_rate`` of look-alikes fire."""
+    detectors = {c.path: OnnxDetector(c, threads=1, threshold=CURVE_THRESHOLD) for c in cards}
+    true_scores: dict[Path, list[float]] = {p: [] for p in detectors}
+    worst_negative: dict[Path, list[float]] = {p: [] for p in detectors}
+    positives = 0
+    for image, truth in held_out("mixed", scenes, "train"):
+        positives += len(truth)
+        for path, detector in detectors.items():
+            true_scores[path] += [score for score, tp in match(detector.detect(image), truth) if tp]
+    for image, _ in held_out("negative", scenes, "train"):
+        for path, detector in detectors.items():
+            found = detector.detect(image)
+            worst_negative[path].append(max((d.score for d in found), default=0.0))
+    picks = {}
+    for path in detectors:
+        fires = np.asarray(worst_negative[path])
+        hits = np.asarray(true_scores[path])
+        fp_rates = [(fires >= t).mean() for t in THRESHOLD_GRID]
+        ok = [t for t, rate in zip(THRESHOLD_GRID, fp_rates, strict=True) if rate <= max_fp_rate]
+        threshold = float(ok[0] if ok else THRESHOLD_GRID[-1])
+        picks[path] = ThresholdPick(
+            threshold=threshold,
+            recall=float((hits >= threshold).sum() / max(1, positives)),
+            fp_rate=float((fires >= threshold).mean()),
+        )
+    return picks
+
+
 def format_table(cards: list[ModelCard], results: dict[Path, Result]) -> str:
     header = (
         f"{'model':<16}{'AP50':>7}{'P@thr':>7}{'R@thr':>7}{'negFP':>7}"
@@ -141,9 +201,9 @@ def format_table(cards: list[ModelCard], results: dict[Path, Result]) -> str:
     return "\n".join(rows)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+        prog="run.py eval-model", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--models-dir", type=Path, default=MODELS_DIR)
     parser.add_argument("--tiers", nargs="+", default=["s", "m", "l"])
@@ -151,6 +211,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scenes", type=int, default=400, help="held-out scenes of each kind")
     parser.add_argument("--latency-runs", type=int, default=100)
     parser.add_argument("--write-cards", action="store_true", help="store the numbers in the cards")
+    parser.add_argument(
+        "--pick-thresholds",
+        type=float,
+        metavar="RATE",
+        help="first set each card's threshold to fire on at most RATE of look-alike frames "
+        "(training-split scenes)",
+    )
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
     cards = [
@@ -158,14 +225,25 @@ def main(argv: list[str] | None = None) -> None:
         for c in list_cards(args.models_dir)
         if c.tier in args.tiers and c.precision in args.precisions
     ]
+    if args.pick_thresholds is not None:
+        picks = pick_thresholds(cards, args.scenes, args.pick_thresholds)
+        print(f"{'model':<16}{'thr':>6}{'recall':>8}{'negFP':>7}   (training split)")
+        for card in cards:
+            pick = picks[card.path]
+            print(
+                f"{card.model_path.stem:<16}{pick.threshold:>6.2f}{pick.recall:>8.3f}{pick.fp_rate:>7.3f}"
+            )
+            update_card(card.path, threshold=pick.threshold)
+        cards = [read_card(card.path) for card in cards]
     results = evaluate(cards, args.scenes, args.latency_runs)
     print(format_table(cards, results))
     if args.write_cards:
-        command = " ".join(["python -m detectors.evaluate", shlex.join(argv)])
+        command = " ".join(["python run.py eval-model", shlex.join(argv)])
         for card in cards:
             metrics = {k: round(v, 4) for k, v in asdict(results[card.path]).items()}
             metrics |= {"scenes": args.scenes, "frame": f"{FRAME_WIDTH}x{FRAME_HEIGHT}"}
             update_card(card.path, metrics=metrics, metrics_command=command.strip())
+    return 0
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import numpy.typing as npt
 import onnxruntime as ort
 
 from detectors.card import ModelCard, find_card
-from detectors.core import Box, Detection, Detections, ImageBGR, iou
+from detectors.core import Box, Detection, Detections, ImageBGR, iou, require_bgr_image
 
 MAX_PEAKS = 20
 NMS_IOU = 0.5
@@ -133,6 +133,7 @@ class OnnxDetector:
         return Detections(tuple(found))
 
     def detect(self, image: ImageBGR) -> Detections:
+        require_bgr_image(image)
         tensor, box_map = letterbox(image, self.card)
         heatmap, boxes = self.infer(tensor)
         h, w = image.shape[:2]

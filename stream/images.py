@@ -10,12 +10,12 @@ import av
 import cv2
 import numpy as np
 
-from detectors.core import ImageBGR
+from detectors.core import MAX_IMAGE_PIXELS, ImageBGR
 from stream.session import FrameError
 
 MAX_FRAME_BYTES = 4 * 1024 * 1024
 """Largest encoded image accepted (websocket message size is capped to this too)."""
-MAX_PIXELS = 4096 * 4096
+MAX_PIXELS = MAX_IMAGE_PIXELS
 """Largest decoded image accepted, checked from the header so a pixel bomb is never decoded."""
 
 _JPEG_SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}

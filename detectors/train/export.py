@@ -14,20 +14,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import onnx
 import torch
-from onnxruntime.quantization import (
-    CalibrationDataReader,
-    CalibrationMethod,
-    QuantFormat,
-    QuantType,
-    quantize_static,
-)
-from onnxruntime.quantization.shape_inference import quant_pre_process
 
-from detectors.card import MODELS_DIR, read_card, update_card, write_card
-from detectors.onnx_detector import letterbox
+from detectors.card import MODELS_DIR, update_card, write_card
+from detectors.quantize import QuantSettings, TensorReader, card_preprocess, quantize_model
 from detectors.synth.scenes import render_scene
 from detectors.train.model import STRIDE, TIERS, FuNet, count_macs_params, materialize
 
@@ -76,38 +67,13 @@ def export_fp32(model: FuNet, path: Path) -> None:
     onnx.checker.check_model(onnx.load(str(path)))
 
 
-class SceneReader(CalibrationDataReader):
+def calibration_scenes(card_path: Path, count: int) -> TensorReader:
     """Letterboxed generated training scenes (640x480, like camera frames) for calibration."""
-
-    def __init__(self, card_path: Path, count: int) -> None:
-        card = read_card(card_path)
-        self._batches = iter(
-            {INPUT_NAME: letterbox(render_scene(CALIBRATION_SEED + i, 640, 480)[0], card)[0]}
-            for i in range(count)
-        )
-
-    def get_next(self) -> dict[str, np.ndarray] | None:  # type: ignore[type-arg]
-        return next(self._batches, None)
-
-
-def quantize(fp32: Path, int8: Path, args: argparse.Namespace) -> None:
-    prepared = int8.with_suffix(".prep.onnx")
-    quant_pre_process(str(fp32), str(prepared), skip_symbolic_shape=True)
-    try:
-        quantize_static(
-            str(prepared),
-            str(int8),
-            SceneReader(fp32.with_suffix(".json"), args.calibration),
-            quant_format=QuantFormat.QDQ if args.format == "qdq" else QuantFormat.QOperator,
-            per_channel=args.per_channel,
-            activation_type=QuantType.QUInt8 if args.activations == "u8" else QuantType.QInt8,
-            weight_type=QuantType.QInt8,
-            calibrate_method=CalibrationMethod.MinMax,
-            nodes_to_exclude=args.exclude,
-            extra_options={"ActivationSymmetric": args.activations == "s8"},
-        )
-    finally:
-        prepared.unlink(missing_ok=True)
+    preprocess = card_preprocess(card_path)
+    return TensorReader(
+        INPUT_NAME,
+        (preprocess(render_scene(CALIBRATION_SEED + i, 640, 480)[0]) for i in range(count)),
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -141,13 +107,9 @@ def main(argv: list[str] | None = None) -> None:
         "command": "python -m detectors.train.train "
         + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in train_args.items() if k != "out"),
     }
-    quant_info = {
-        "format": args.format,
-        "per_channel": args.per_channel,
-        "activations": args.activations,
-        "weights": "s8",
-        "calibration": f"{args.calibration} generated 640x480 training scenes, MinMax",
-        "excluded_nodes": args.exclude,
+    settings = QuantSettings(args.format, args.per_channel, args.activations, tuple(args.exclude))
+    quant_info = settings.describe() | {
+        "calibration": f"{args.calibration} generated 640x480 training scenes, MinMax"
     }
     args.out.mkdir(parents=True, exist_ok=True)
     for tier in args.tiers:
@@ -160,7 +122,8 @@ def main(argv: list[str] | None = None) -> None:
             if precision == "int8":
                 card |= {"fp32_model": paths["fp32"].name, "quantization": quant_info}
             write_card(path.with_suffix(".json"), card)
-        quantize(paths["fp32"], paths["int8"], args)
+        scenes = calibration_scenes(paths["fp32"].with_suffix(".json"), args.calibration)
+        quantize_model(paths["fp32"], paths["int8"], scenes, settings)
         for path in paths.values():
             update_card(path.with_suffix(".json"), file_size=path.stat().st_size)
             print(

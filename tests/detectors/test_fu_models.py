@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from detectors.card import MODELS_DIR, find_card, list_cards
-from detectors.core import iou
+from detectors.core import BadImageError, iou
 from detectors.onnx_detector import load_detector
 from detectors.synth.scenes import make_clip
 
@@ -63,3 +63,20 @@ def test_int8_stays_quiet_on_empty_frames(tier: str) -> None:
     )
     assert fired == 0
     assert len(detector.detect(np.zeros((480, 640, 3), np.uint8))) == 0
+
+
+@pytest.mark.parametrize(
+    ("image", "message"),
+    [
+        ([[0, 0, 0]], "numpy array"),
+        (np.zeros((48, 64, 3), np.float32), "uint8"),
+        (np.zeros((48, 64), np.uint8), "H x W x 3"),
+        (np.zeros((48, 64, 4), np.uint8), "H x W x 3"),
+        (np.zeros((0, 64, 3), np.uint8), "empty"),
+        (np.zeros((1, 4096 * 4096 + 1, 3), np.uint8), "limit"),
+    ],
+    ids=["list", "float", "grey", "bgra", "empty", "huge"],
+)
+def test_bad_images_are_refused_with_a_clear_error(image: object, message: str) -> None:
+    with pytest.raises(BadImageError, match=message):
+        load_detector("s", "int8").detect(image)  # type: ignore[arg-type]

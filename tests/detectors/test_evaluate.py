@@ -1,0 +1,65 @@
+"""run.py eval-model: AP50 arithmetic, matching, threshold picking and the printed table."""
+
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from detectors import evaluate
+from detectors.card import MODELS_DIR, find_card, read_card
+from detectors.core import Detection, Detections
+
+
+@pytest.mark.parametrize(
+    ("scored", "positives", "expected"),
+    [
+        ([(0.9, True), (0.8, True)], 2, 1.0),
+        ([(0.9, True), (0.8, False)], 2, 0.5),  # half the boxes found, precision 1 there
+        ([(0.9, False), (0.8, True)], 1, 0.5),  # found at rank 2: precision 0.5
+        ([], 3, 0.0),
+        ([(0.9, True)], 0, math.nan),
+    ],
+)
+def test_average_precision(
+    scored: list[tuple[float, bool]], positives: int, expected: float
+) -> None:
+    ap = evaluate.average_precision(scored, positives)
+    assert (math.isnan(ap) and math.isnan(expected)) or ap == pytest.approx(expected)
+
+
+def test_each_truth_box_is_matched_once_best_detection_first() -> None:
+    truth = np.array([[0, 0, 10, 10]], np.float32)
+    found = Detections((Detection("fu", 0.9, (0, 0, 10, 10)), Detection("fu", 0.8, (1, 1, 10, 10))))
+    assert evaluate.match(found, truth) == [(0.9, True), (0.8, False)]
+
+
+def test_median_ms_times_every_call_in_turn() -> None:
+    calls: list[str] = []
+    medians = evaluate.median_ms([lambda: calls.append("a"), lambda: calls.append("b")], 3)
+    assert len(medians) == 2 and all(m >= 0 for m in medians)
+    assert calls == ["a", "b"] * 8  # 5 warm-up rounds + 3 timed, alternating
+
+
+def test_pick_thresholds_meets_the_rate_on_the_scenes_it_saw() -> None:
+    card = find_card("s", "int8")
+    pick = evaluate.pick_thresholds([card], scenes=6, max_fp_rate=0.0)[card.path]
+    assert pick.threshold in evaluate.THRESHOLD_GRID
+    assert pick.fp_rate == 0.0
+    assert 0.0 <= pick.recall <= 1.0
+
+
+def test_eval_model_prints_a_row_per_model_and_writes_picked_thresholds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for suffix in (".onnx", ".json"):
+        shutil.copy(MODELS_DIR / f"fu_s.int8{suffix}", tmp_path)
+    argv = ["--models-dir", str(tmp_path), "--scenes", "3", "--latency-runs", "1"]
+    assert evaluate.main([*argv, "--pick-thresholds", "0.5", "--write-cards"]) == 0
+    out = capsys.readouterr().out
+    assert "fu_s.int8" in out and "AP50" in out
+    card = read_card(tmp_path / "fu_s.int8.json")
+    assert card.threshold in evaluate.THRESHOLD_GRID
+    assert set(card.metrics) >= {"ap50", "hard_negative_fp_rate", "latency_ms"}
+    assert 0.0 <= card.metrics["ap50"] <= 1.0
