@@ -220,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
+    command = shlex.join(["python", "run.py", "eval-model", *argv])
     cards = [
         c
         for c in list_cards(args.models_dir)
@@ -233,16 +234,20 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{card.model_path.stem:<16}{pick.threshold:>6.2f}{pick.recall:>8.3f}{pick.fp_rate:>7.3f}"
             )
-            update_card(card.path, threshold=pick.threshold)
+            update_card(
+                card.path,
+                threshold=pick.threshold,
+                threshold_rule=f"lowest score at which at most {args.pick_thresholds:.2%} of "
+                f"{args.scenes} look-alike-only training-split frames fire: {command}",
+            )
         cards = [read_card(card.path) for card in cards]
     results = evaluate(cards, args.scenes, args.latency_runs)
     print(format_table(cards, results))
     if args.write_cards:
-        command = " ".join(["python run.py eval-model", shlex.join(argv)])
         for card in cards:
             metrics = {k: round(v, 4) for k, v in asdict(results[card.path]).items()}
             metrics |= {"scenes": args.scenes, "frame": f"{FRAME_WIDTH}x{FRAME_HEIGHT}"}
-            update_card(card.path, metrics=metrics, metrics_command=command.strip())
+            update_card(card.path, metrics=metrics, metrics_command=command)
     return 0
 
 

@@ -1,5 +1,6 @@
 """run.py eval-model: AP50 arithmetic, matching, threshold picking and the printed table."""
 
+import json
 import math
 import shutil
 from pathlib import Path
@@ -61,5 +62,8 @@ def test_eval_model_prints_a_row_per_model_and_writes_picked_thresholds(
     assert "fu_s.int8" in out and "AP50" in out
     card = read_card(tmp_path / "fu_s.int8.json")
     assert card.threshold in evaluate.THRESHOLD_GRID
+    raw = json.loads(card.path.read_text(encoding="utf-8"))
+    assert "--pick-thresholds 0.5" in raw["threshold_rule"]
+    assert raw["metrics_command"].startswith("python run.py eval-model")
     assert set(card.metrics) >= {"ap50", "hard_negative_fp_rate", "latency_ms"}
     assert 0.0 <= card.metrics["ap50"] <= 1.0
