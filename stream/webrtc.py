@@ -18,6 +18,7 @@ from stream import metrics
 from stream.admission import Admission, ServerConfig, Ticket, refuse
 from stream.images import video_frame_decoder
 from stream.jitter import complete_frames_on_marker
+from stream.offers import check_offer
 from stream.pipelines import OptionError, Pipelines, SessionOptions
 from stream.session import Message, Session, error_message
 
@@ -83,6 +84,7 @@ class WebRtcGateway:
             if not isinstance(sdp, str) or kind != "offer":
                 raise ValueError("need {'sdp': str, 'type': 'offer'}")
             options = SessionOptions.from_json(params, self.config.default_profile)
+            check_offer(sdp)  # before a peer, its ports or an admission slot exist
         except (ValueError, OptionError) as exc:
             return refuse(400, str(exc))
         ticket = self.admission.admit(request.remote or "?")
@@ -115,8 +117,6 @@ class WebRtcGateway:
 
         try:
             await pc.setRemoteDescription(RTCSessionDescription(sdp=sdp, type="offer"))
-            if pc.sctp is None or not any(t.kind == "video" for t in pc.getTransceivers()):
-                raise ValueError("the offer needs a video track and a data channel")
             for transceiver in pc.getTransceivers():
                 if transceiver.kind == "video":  # before any packet can arrive
                     complete_frames_on_marker(transceiver.receiver)

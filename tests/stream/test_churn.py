@@ -4,7 +4,6 @@ descriptors, tasks or memory than before, and latency stays bounded."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import time
 from functools import partial
@@ -14,6 +13,7 @@ import psutil
 import pytest
 from aiortc import RTCPeerConnection, RTCSessionDescription
 from fakes import RedSquareDetector, jpeg, red_square_frame
+from resources import snapshot
 from websockets.asyncio.client import connect
 
 from hw_sim import DeviceProfile, DeviceSimulator
@@ -32,12 +32,6 @@ def loopback_ice(monkeypatch):
     import aioice.ice
 
     monkeypatch.setattr(aioice.ice, "get_host_addresses", loopback_host_addresses)
-
-
-def snapshot() -> tuple[int, int, int]:
-    gc.collect()
-    process = psutil.Process()
-    return process.num_fds(), len(asyncio.all_tasks()), process.memory_info().rss
 
 
 async def settle(server) -> None:

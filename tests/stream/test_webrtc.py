@@ -1,5 +1,7 @@
 import asyncio
 import json
+import re
+from collections.abc import Callable
 from fractions import Fraction
 
 import aiohttp
@@ -7,8 +9,9 @@ import av
 import pytest
 from aiortc import RTCPeerConnection, RTCSessionDescription, VideoStreamTrack
 from fakes import red_square_frame
+from resources import released, snapshot
 
-from stream.server import GATEWAY, loopback_host_addresses
+from stream.server import ADMISSION, GATEWAY, loopback_host_addresses
 
 pytestmark = pytest.mark.usefixtures("loopback_ice")
 
@@ -62,13 +65,69 @@ async def test_a_peer_streaming_video_gets_results_on_its_data_channel(fake_serv
             await asyncio.sleep(0.1)
 
 
+async def client_offer(video: str | None = "sendonly", channel: bool = True) -> str:
+    """A real aiortc offer's SDP (its peer closed again) for the tests to spoil."""
+    pc = RTCPeerConnection()
+    if channel:
+        pc.createDataChannel("results")
+    if video:
+        pc.addTransceiver("video", direction=video)
+    await pc.setLocalDescription(await pc.createOffer())
+    await pc.close()
+    return pc.localDescription.sdp
+
+
+def without(*attributes: str) -> Callable[[str], str]:
+    """Removes every ``a=NAME:...`` line of ``attributes`` from an SDP."""
+    pattern = re.compile(rf"^a=(?:{'|'.join(attributes)})(?::.*)?\r\n", re.MULTILINE)
+    return lambda sdp: pattern.sub("", sdp)
+
+
+def unchanged(sdp: str) -> str:
+    return sdp
+
+
+@pytest.mark.parametrize(
+    ("offer_kwargs", "spoil", "reason"),
+    [
+        pytest.param({}, lambda _: "garbage", "no media sections", id="garbage"),
+        pytest.param(
+            {},
+            lambda sdp: re.sub(r"^m=video \d+", "m=video x", sdp, flags=re.MULTILINE),
+            "not a valid SDP offer",
+            id="bad-m-line",
+        ),
+        pytest.param({}, without("ice-ufrag", "ice-pwd"), "no ICE credentials", id="no-ice"),
+        pytest.param({}, without("ice-pwd"), "no ICE credentials", id="no-ice-pwd"),
+        pytest.param({}, without("fingerprint"), "no DTLS fingerprint", id="no-fingerprint"),
+        pytest.param({"video": None}, unchanged, "no video", id="no-video"),
+        pytest.param({"video": "recvonly"}, unchanged, "no video", id="video-not-sent"),
+        pytest.param({"channel": False}, unchanged, "no data channel", id="no-data-channel"),
+        # aiortc's own check, after the peer connection exists: it must be closed again
+        pytest.param({}, without("rtcp-mux"), "RTCP mux", id="no-rtcp-mux"),
+    ],
+)
+async def test_malformed_sdp_gets_400_and_leaves_nothing_behind(
+    fake_server, offer_kwargs, spoil, reason
+):
+    sdp = spoil(await client_offer(**offer_kwargs))
+    fds, tasks, _ = snapshot()
+    url = f"http://127.0.0.1:{fake_server.port}/offer"
+    body = {"sdp": sdp, "type": "offer"}
+    async with asyncio.timeout(10), aiohttp.ClientSession() as http, http.post(url, json=body) as r:
+        assert r.status == 400
+        assert reason in (await r.json())["error"]
+    assert not fake_server.app[GATEWAY].peers
+    assert fake_server.app[ADMISSION].total == 0
+    await released(fds, tasks)  # no peer connection, ICE socket or task is left over
+
+
 @pytest.mark.parametrize(
     "body",
     [
         "not json",
         {"sdp": 5, "type": "offer"},
         {"sdp": "v=0", "type": "answer"},
-        {"sdp": "garbage", "type": "offer"},
         {"sdp": "v=0\r\n", "type": "offer", "profile": "toaster"},
     ],
 )
