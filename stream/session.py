@@ -148,9 +148,12 @@ class Session:
         if self._timeline is None:
             self._slot.put(pending)
         else:
-            now = asyncio.get_running_loop().time()
-            if self._origin is None or abs(self._origin + t - now) > REANCHOR_S:
-                self._origin = now - t  # first frame, or the sender's clock jumped
+            origin = asyncio.get_running_loop().time() - t
+            # The least-delayed frame anchors the media clock: anchored on a late first
+            # frame (a slow first keyframe), every later frame would wait out that delay.
+            # A sender's clock that jumps by more than REANCHOR_S moves it either way.
+            if self._origin is None or origin < self._origin or origin > self._origin + REANCHOR_S:
+                self._origin = origin
             self._enqueue(self._timeline.offer(pending, pending.index, t))
         self._check_idle()
 

@@ -151,7 +151,7 @@ def test_host_slower_than_the_phone_is_counted():
 def test_a_short_host_stall_delays_messages_but_changes_no_frame_or_event():
     async def play_with_stall(realtime):
         """Like ``play``, but the event loop is blocked for 150 ms at frame 30 (a host hiccup):
-        frames 30-34 then arrive in one burst."""
+        frames 30-33, captured by then, arrive in one burst."""
         loop = asyncio.get_running_loop()
         sent = []
 
@@ -173,7 +173,7 @@ def test_a_short_host_stall_delays_messages_but_changes_no_frame_or_event():
                 await session.wait_idle()
             elif i == 30:
                 loop._virtual_now += 0.15
-            elif not 30 < i < 35:
+            elif not 30 < i < 34:
                 await asyncio.sleep(max(0.0, t - loop.time()))
             session.submit(lambda image=image: image, t)
         session.flush()
@@ -325,3 +325,36 @@ def test_an_unknown_profile_is_an_option_error():
         assert caught.value.code == "unknown_profile"
     finally:
         pipelines.shutdown()
+
+
+def test_a_late_first_frame_does_not_delay_the_frames_after_it():
+    """A slow first keyframe must not become every frame's latency: the media clock follows
+    the least-delayed arrival."""
+    profile = phone(gop_s=40.0, jitter=0.0)  # about 30 ms a frame: never busy at 30 fps
+    late, delay = 0.2, 0.01
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        sent = []
+
+        async def send(message):
+            sent.append((loop.time(), message))
+
+        simulator = DeviceSimulator(profile, MODEL)
+        session = Session(RedSquareDetector("s"), KOfNVoter(), simulator, send, InlineExecutor())
+        runner = asyncio.create_task(session.run())
+        arrivals = [(late, 0.0)] + [(i / 30 + delay, i / 30) for i in range(9, 30)]
+        for at, t in arrivals:
+            await asyncio.sleep(max(0.0, at - loop.time()))
+            session.submit(lambda: SQUARE, t)
+        session.flush()
+        await session.wait_idle()
+        session.close()
+        await runner
+        return sent
+
+    frames = [(at, m) for at, m in run_virtual(main) if m["type"] == "frame"]
+    assert len(frames) == 22
+    for at, message in frames[1:]:
+        waited = at - (message["t"] + delay)
+        assert waited == pytest.approx(message["device"]["latency_ms"] / 1000, abs=2e-3)
