@@ -218,13 +218,29 @@ def report(streams: list[StreamStats], samples: list[Sample], duration: float) -
         lines.append(f"{'t s':>6} {'cpu %':>6} {'rss MiB':>8} {'fds':>5}")
         for s in samples:
             lines.append(f"{s.t:6.0f} {s.cpu:6.0f} {s.rss_mib:8.1f} {s.fds:5d}")
-        first, last = samples[0], samples[-1]
-        lines.append(
-            f"growth over the run: RSS {last.rss_mib - first.rss_mib:+.1f} MiB, "
-            f"fds {last.fds - first.fds:+d}; server CPU median "
-            f"{np.median([s.cpu for s in samples]):.0f}% of one core"
-        )
+        lines.append(growth(samples))
     return "\n".join(lines)
+
+
+def growth(samples: list[Sample]) -> str:
+    """The soak verdict: RSS and fds from the first to the last sample, and the RSS trend.
+
+    The first sample (one ``--sample`` interval in) is the baseline, so start-up and
+    first-frame allocations do not count as growth. The trend is a least-squares slope,
+    which one allocator step late in the run does not dominate as last - first does.
+    """
+    first, last = samples[0], samples[-1]
+    fds = [s.fds for s in samples]
+    line = (
+        f"growth over the run: RSS {last.rss_mib - first.rss_mib:+.1f} MiB, "
+        f"fds {last.fds - first.fds:+d} (range {min(fds)}-{max(fds)}); server CPU median "
+        f"{np.median([s.cpu for s in samples]):.0f}% of one core"
+    )
+    if len(samples) >= 3:
+        hours = np.array([s.t for s in samples]) / 3600
+        slope = np.polyfit(hours, np.array([s.rss_mib for s in samples]), 1)[0]
+        line += f"; RSS trend {slope:+.1f} MiB/h"
+    return line
 
 
 @contextlib.contextmanager
@@ -285,7 +301,8 @@ async def run_load(args: argparse.Namespace, url: str, pid: int | None) -> str:
     streams, samples = result.streams, result.samples
     header = (
         f"{args.ws} websocket + {args.webrtc} WebRTC streams at {args.fps:g} fps for "
-        f"{args.duration:g} s, clients on the same {psutil.cpu_count()}-core machine"
+        f"{args.duration:g} s, clients on the same {psutil.cpu_count()}-core machine "
+        f"(client process CPU {result.client_cpu:.0f}% of one core)"
     )
     return header + "\n" + report(streams, samples, args.duration)
 
