@@ -58,10 +58,18 @@ def check_image(data: bytes) -> None:
         raise FrameError(
             "frame_too_large", f"image is {len(data)} bytes; the limit is {MAX_FRAME_BYTES}"
         )
-    width, height = image_size(data)
-    if width <= 0 or height <= 0 or width * height > MAX_PIXELS:
+    check_pixels(*image_size(data))
+
+
+def check_pixels(width: int, height: int, limit: int = MAX_PIXELS) -> None:
+    """Refuse an image by its size alone, before its pixels exist.
+
+    Raises:
+        FrameError: ``too_many_pixels`` when the image is empty or over ``limit`` pixels.
+    """
+    if width <= 0 or height <= 0 or width * height > limit:
         raise FrameError(
-            "too_many_pixels", f"image is {width}x{height}; the limit is {MAX_PIXELS} pixels"
+            "too_many_pixels", f"image is {width}x{height}; the limit is {limit} pixels"
         )
 
 
@@ -86,6 +94,20 @@ def image_decoder(data: bytes) -> Callable[[], ImageBGR]:
     return partial(decode_image, data)
 
 
-def video_frame_decoder(frame: av.VideoFrame) -> Callable[[], ImageBGR]:
-    """Deferred colour conversion of a decoded video frame (WebRTC track or file)."""
-    return partial(frame.to_ndarray, format="bgr24")
+def video_frame_decoder(
+    frame: av.VideoFrame, max_pixels: int | None = None
+) -> Callable[[], ImageBGR]:
+    """Deferred colour conversion of a decoded video frame (WebRTC track or file).
+
+    With ``max_pixels`` (frames from the network) a larger frame raises ``too_many_pixels``
+    instead of being converted: a WebRTC peer may send up to 16383x16383 (VP8), which
+    aiortc has already decoded, but whose BGR copy (3 bytes a pixel) is never made.
+    """
+    if max_pixels is None:
+        return partial(frame.to_ndarray, format="bgr24")
+    return partial(_checked_to_bgr, frame, max_pixels)
+
+
+def _checked_to_bgr(frame: av.VideoFrame, max_pixels: int) -> ImageBGR:
+    check_pixels(frame.width, frame.height, max_pixels)
+    return np.asarray(frame.to_ndarray(format="bgr24"), np.uint8)

@@ -16,7 +16,7 @@ from aiortc.mediastreams import MediaStreamError
 
 from stream import metrics
 from stream.admission import Admission, ServerConfig, Ticket, refuse
-from stream.images import video_frame_decoder
+from stream.images import MAX_PIXELS, video_frame_decoder
 from stream.jitter import complete_frames_on_marker
 from stream.offers import check_offer
 from stream.pipelines import OptionError, Pipelines, SessionOptions
@@ -25,7 +25,10 @@ from stream.session import Message, Session, error_message
 log = logging.getLogger(__name__)
 
 MAX_CHANNEL_BUFFER = 256 * 1024
-"""Bytes queued on a data channel past which ``frame`` messages are dropped (events never are)."""
+"""Bytes queued on a data channel past which ``frame`` messages are dropped."""
+MAX_CHANNEL_BACKLOG = 4 * MAX_CHANNEL_BUFFER
+"""Bytes queued past which every message is dropped, events and errors too: a peer that
+keeps ICE alive but stops reading its channel must not grow the queue forever."""
 TRANSPORT = "webrtc"
 
 
@@ -43,7 +46,8 @@ class Peer:
         channel = self.channel
         if channel is None or channel.readyState != "open":
             return
-        if message["type"] == "frame" and channel.bufferedAmount > MAX_CHANNEL_BUFFER:
+        limit = MAX_CHANNEL_BUFFER if message["type"] == "frame" else MAX_CHANNEL_BACKLOG
+        if channel.bufferedAmount > limit:
             return
         metrics.observe(TRANSPORT, message)
         channel.send(json.dumps(message))
@@ -63,7 +67,7 @@ async def drain(track: MediaStreamTrack, session: Session) -> None:
             frame = await track.recv()
             t = float(frame.time or 0.0)
             first = t if first is None else first
-            session.submit(video_frame_decoder(frame), t - first)
+            session.submit(video_frame_decoder(frame, MAX_PIXELS), t - first)
 
 
 class WebRtcGateway:

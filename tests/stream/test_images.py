@@ -1,10 +1,17 @@
 import struct
 
+import av
 import cv2
 import numpy as np
 import pytest
 
-from stream.images import MAX_FRAME_BYTES, check_image, decode_image, image_size
+from stream.images import (
+    MAX_FRAME_BYTES,
+    check_image,
+    decode_image,
+    image_size,
+    video_frame_decoder,
+)
 from stream.session import FrameError
 
 
@@ -78,3 +85,17 @@ def test_truncated_or_corrupt_jpeg_passes_the_header_check_but_fails_to_decode(d
 def test_decode_returns_bgr():
     image = decode_image(encoded(".png", 8, 4))
     assert image.shape == (4, 8, 3) and image.dtype == np.uint8
+
+
+@pytest.mark.parametrize(
+    ("size", "max_pixels", "refused"),
+    [((64, 48), None, False), ((64, 48), 64 * 48, False), ((64, 48), 64 * 48 - 1, True)],
+)
+def test_video_frames_over_the_pixel_limit_are_refused_before_conversion(size, max_pixels, refused):
+    convert = video_frame_decoder(av.VideoFrame(*size, "yuv420p"), max_pixels)
+    if refused:
+        with pytest.raises(FrameError) as caught:
+            convert()
+        assert caught.value.code == "too_many_pixels"
+    else:
+        assert convert().shape == (size[1], size[0], 3)

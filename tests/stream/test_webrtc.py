@@ -1,17 +1,23 @@
 import asyncio
+import contextlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from fractions import Fraction
 
 import aiohttp
 import av
 import pytest
+from aiohttp.test_utils import TestServer
 from aiortc import RTCPeerConnection, RTCSessionDescription, VideoStreamTrack
 from fakes import red_square_frame
 from resources import released, snapshot
 
+import stream.webrtc
+from stream.admission import Admission, Ticket
 from stream.server import ADMISSION, GATEWAY, loopback_host_addresses
+from stream.session import error_message
+from stream.webrtc import MAX_CHANNEL_BACKLOG, MAX_CHANNEL_BUFFER, Peer
 
 pytestmark = pytest.mark.usefixtures("loopback_ice")
 
@@ -39,30 +45,69 @@ async def offer(session, url, pc, body_extra=None):
         return response.status, await response.json()
 
 
-async def test_a_peer_streaming_video_gets_results_on_its_data_channel(fake_server):
-    url = f"http://127.0.0.1:{fake_server.port}/offer"
+@contextlib.asynccontextmanager
+async def streaming_peer(server: TestServer) -> AsyncIterator[RTCPeerConnection]:
+    """A client peer connected to ``server`` and streaming red squares; ``pc.results`` is
+    the queue of result messages from its data channel."""
     pc = RTCPeerConnection()
-    results: asyncio.Queue = asyncio.Queue()
+    pc.results = asyncio.Queue()
     channel = pc.createDataChannel("results")
-    channel.on("message", lambda data: results.put_nowait(json.loads(data)))
+    channel.on("message", lambda data: pc.results.put_nowait(json.loads(data)))
     pc.addTrack(RedSquareTrack())
     try:
         async with aiohttp.ClientSession() as http:
-            status, answer = await offer(http, url, pc)
+            status, answer = await offer(http, f"http://127.0.0.1:{server.port}/offer", pc)
         assert status == 200, answer
         await pc.setRemoteDescription(RTCSessionDescription(answer["sdp"], answer["type"]))
-        seen = []
-        async with asyncio.timeout(20):
-            while not any(m.get("event") == "recognized" for m in seen):
-                seen.append(await results.get())
-        frames = [m for m in seen if m["type"] == "frame"]
-        assert frames and frames[0]["width"] == 320 and frames[0]["detections"]
+        yield pc
     finally:
         await pc.close()
-    peers = fake_server.app[GATEWAY].peers
-    async with asyncio.timeout(40):  # the server notices the peer is gone and cleans up
-        while peers:
+
+
+async def receive_until(pc: RTCPeerConnection, done: Callable[[dict], bool]) -> list[dict]:
+    """Messages from ``pc.results`` up to the first one ``done`` accepts (at most 20 s)."""
+    seen: list[dict] = []
+    async with asyncio.timeout(20):
+        while not seen or not done(seen[-1]):
+            seen.append(await pc.results.get())
+    return seen
+
+
+async def server_let_go(server: TestServer, timeout: float) -> None:
+    async with asyncio.timeout(timeout):
+        while server.app[GATEWAY].peers or server.app[ADMISSION].total:
             await asyncio.sleep(0.1)
+
+
+async def test_a_peer_streaming_video_gets_results_on_its_data_channel(fake_server):
+    async with streaming_peer(fake_server) as pc:
+        seen = await receive_until(pc, lambda m: m.get("event") == "recognized")
+        frames = [m for m in seen if m["type"] == "frame"]
+        assert frames and frames[0]["width"] == 320 and frames[0]["detections"]
+    await server_let_go(fake_server, 40)  # the server notices the peer is gone
+
+
+async def test_webrtc_frames_over_the_pixel_limit_get_an_error_not_a_result(
+    fake_server, monkeypatch
+):
+    monkeypatch.setattr(stream.webrtc, "MAX_PIXELS", 320 * 240 - 1)
+    async with streaming_peer(fake_server) as pc:
+        seen = await receive_until(pc, lambda m: m["type"] == "error")
+    assert seen[-1]["code"] == "too_many_pixels"
+    assert not any(m["type"] == "frame" for m in seen)
+
+
+async def test_a_peer_that_vanishes_is_closed_when_ice_consent_expires(fake_server, monkeypatch):
+    import aioice.ice
+
+    monkeypatch.setattr(aioice.ice, "CONSENT_INTERVAL", 0.1)  # 5 s in production
+    async with streaming_peer(fake_server) as pc:
+        await receive_until(pc, lambda m: m["type"] == "frame")
+        # Vanish like a phone out of coverage: its sockets go silent, no goodbye is sent.
+        ice = pc.getTransceivers()[0].sender.transport.transport
+        for protocol in ice._connection._protocols:
+            protocol.transport.abort()
+        await server_let_go(fake_server, 20)
 
 
 async def client_offer(video: str | None = "sendonly", channel: bool = True) -> str:
@@ -139,3 +184,42 @@ async def test_malformed_offers_get_400(fake_server, body):
             assert response.status == 400
             assert "error" in await response.json()
     assert not fake_server.app[GATEWAY].peers
+
+
+class StuckChannel:
+    """A data channel whose peer stopped reading: ``bufferedAmount`` bytes are queued."""
+
+    readyState = "open"
+
+    def __init__(self, buffered: int) -> None:
+        self.bufferedAmount = buffered
+        self.sent: list[str] = []
+
+    def send(self, data: str) -> None:
+        self.sent.append(data)
+
+
+FRAME = {"type": "frame", "frame": 1, "t": 0.1, "detections": []}
+EVENT = {"type": "event", "event": "recognized", "label": "fu", "track": 1, "t": 0.1}
+ERROR = error_message("too_many_pixels", "image is 9000x9000")
+
+
+@pytest.mark.parametrize(
+    ("message", "buffered", "sent"),
+    [
+        (FRAME, MAX_CHANNEL_BUFFER, True),
+        (FRAME, MAX_CHANNEL_BUFFER + 1, False),  # results are dropped first
+        (EVENT, MAX_CHANNEL_BUFFER + 1, True),  # events and errors still get through
+        (ERROR, MAX_CHANNEL_BACKLOG, True),
+        (EVENT, MAX_CHANNEL_BACKLOG + 1, False),  # ... until the hard bound
+        (ERROR, MAX_CHANNEL_BACKLOG + 1, False),
+    ],
+)
+async def test_data_channel_backlog_is_bounded_for_every_message(message, buffered, sent):
+    channel = StuckChannel(buffered)
+    peer = Peer(RTCPeerConnection(), Ticket(Admission(1, 1), "client"), channel=channel)
+    try:
+        await peer.send(message)
+    finally:
+        await peer.pc.close()
+    assert bool(channel.sent) == sent
