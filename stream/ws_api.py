@@ -27,7 +27,8 @@ MAX_FPS = 60.0
 """Sustained frames per second a session may send (bursts up to one second's worth are fine);
 frames beyond that are refused with ``rate_limited``."""
 HEARTBEAT_S = 20.0
-"""Ping interval; a client that does not answer within another interval is disconnected."""
+"""Seconds without any message from the client before the server pings; a client that does
+not answer within half of that (aiohttp's pong timeout) is disconnected: 30 s in all."""
 TRANSPORT = "websocket"
 CLOSE_GOING_AWAY = 1001
 

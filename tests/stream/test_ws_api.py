@@ -1,3 +1,4 @@
+import asyncio
 import json
 
 import pytest
@@ -5,6 +6,8 @@ from fakes import jpeg, red_square_frame
 from schema import checked, receive_until
 from websockets.asyncio.client import connect
 
+import stream.ws_api
+from stream.server import ADMISSION
 from stream.ws_api import TokenBucket
 
 
@@ -89,3 +92,16 @@ async def test_client_timestamps_set_media_time_and_must_not_go_back(ws_url):
         assert checked(json.loads(await ws.recv()))["code"] == "bad_field"
         await ws.send(json.dumps({"type": "timestamp", "t": "soon"}))
         assert checked(json.loads(await ws.recv()))["code"] == "bad_field"
+
+
+async def test_a_client_that_stops_answering_pings_is_dropped(fake_server, monkeypatch):
+    monkeypatch.setattr(stream.ws_api, "HEARTBEAT_S", 0.4)  # 20 s in production
+    admission = fake_server.app[ADMISSION]
+    async with connect(f"ws://127.0.0.1:{fake_server.port}/ws", ping_interval=None) as ws:
+        await ws.send(json.dumps({"type": "start"}))
+        await ws.recv()
+        assert admission.total == 1
+        ws.transport.pause_reading()  # alive, but reads (and so answers) nothing any more
+        async with asyncio.timeout(10):  # ping after 0.4 s of silence, pong due 0.2 s later
+            while admission.total:
+                await asyncio.sleep(0.05)
