@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 import cv2
 import numpy as np
 
@@ -36,3 +38,10 @@ def jpeg(image: ImageBGR) -> bytes:
     ok, data = cv2.imencode(".jpg", image)
     assert ok
     return bytes(data)
+
+
+def png_header(width: int, height: int) -> bytes:
+    """The first bytes of a PNG of that size: enough for a header check, no pixels at all."""
+    return (
+        b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + struct.pack(">II", width, height)
+    )

@@ -1,9 +1,8 @@
-import struct
-
 import av
 import cv2
 import numpy as np
 import pytest
+from fakes import png_header
 
 from stream.images import (
     MAX_FRAME_BYTES,
@@ -19,12 +18,6 @@ def encoded(ext: str, width: int, height: int) -> bytes:
     ok, data = cv2.imencode(ext, np.zeros((height, width, 3), np.uint8))
     assert ok
     return bytes(data)
-
-
-def png_header(width: int, height: int) -> bytes:
-    return (
-        b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + struct.pack(">II", width, height)
-    )
 
 
 @pytest.mark.parametrize(

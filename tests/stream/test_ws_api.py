@@ -2,11 +2,13 @@ import asyncio
 import json
 
 import pytest
-from fakes import jpeg, red_square_frame
+from fakes import jpeg, png_header, red_square_frame
 from schema import checked, receive_until
 from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 import stream.ws_api
+from stream.images import MAX_FRAME_BYTES
 from stream.server import ADMISSION
 from stream.ws_api import TokenBucket
 
@@ -52,7 +54,12 @@ async def test_bad_messages_get_a_coded_error_and_the_session_stays_usable(ws_ur
 
 @pytest.mark.parametrize(
     ("payload", "code"),
-    [(b"garbage", "bad_image"), (jpeg(red_square_frame())[:300], "bad_image")],
+    [
+        (b"garbage", "bad_image"),
+        (jpeg(red_square_frame())[:300], "bad_image"),
+        (png_header(100_000, 100_000), "too_many_pixels"),  # a pixel bomb's header
+        (b"\xff\xd8" + bytes(MAX_FRAME_BYTES), "frame_too_large"),  # within max_size, over bytes
+    ],
 )
 async def test_bad_frames_after_start_get_errors_and_later_frames_still_work(ws_url, payload, code):
     async with connect(ws_url) as ws:
@@ -105,3 +112,12 @@ async def test_a_client_that_stops_answering_pings_is_dropped(fake_server, monke
         async with asyncio.timeout(10):  # ping after 0.4 s of silence, pong due 0.2 s later
             while admission.total:
                 await asyncio.sleep(0.05)
+
+
+async def test_a_message_over_max_size_closes_the_socket_with_1009(ws_url):
+    async with connect(ws_url, max_size=None) as ws:
+        with pytest.raises(ConnectionClosed) as closed:  # the send itself may see the close
+            async with asyncio.timeout(10):
+                await ws.send(bytes(MAX_FRAME_BYTES + 2048))
+                await ws.recv()
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
