@@ -8,6 +8,7 @@ are the detections.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import cv2
@@ -15,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
 
-from detectors.card import ModelCard, find_card
+from detectors.card import InputSpec, ModelCard, find_card
 from detectors.core import Box, Detection, Detections, ImageBGR, iou, require_bgr_image
 
 MAX_PEAKS = 20
@@ -41,14 +42,33 @@ class Letterbox:
         )
 
 
-def letterbox(image: ImageBGR, card: ModelCard) -> tuple[npt.NDArray[np.float32], Letterbox]:
-    """Resize ``image`` into the card's input size keeping its aspect, as an NCHW float tensor."""
+class InputBuffers:
+    """A letterbox canvas and input tensor to reuse frame after frame (by one thread at a time).
+
+    Fresh arrays of these sizes (230 KB and 920 KB at 320x240) cost page faults on every
+    frame: allocating the tensor made the conversion to float 2-3x slower.
+    """
+
+    def __init__(self, spec: InputSpec) -> None:
+        self.canvas = np.empty((spec.height, spec.width, 3), np.uint8)
+        self.tensor = np.empty((1, 3, spec.height, spec.width), np.float32)
+
+
+def letterbox(
+    image: ImageBGR, card: ModelCard, buffers: InputBuffers | None = None
+) -> tuple[npt.NDArray[np.float32], Letterbox]:
+    """Resize ``image`` into the card's input size keeping its aspect, as an NCHW float tensor.
+
+    With ``buffers`` the tensor returned is ``buffers.tensor``, overwritten by the next call.
+    """
     spec = card.input
+    buffers = buffers or InputBuffers(spec)
     h, w = image.shape[:2]
     scale = min(spec.width / w, spec.height / h)
     nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
     pad_x, pad_y = (spec.width - nw) // 2, (spec.height - nh) // 2
-    canvas = np.full((spec.height, spec.width, 3), spec.pad_value, np.uint8)
+    canvas = buffers.canvas
+    canvas.fill(spec.pad_value)
     interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
     while w >= 4 * nw and h >= 4 * nh and w % 2 == 0 and h % 2 == 0:
         # INTER_AREA is several times slower past 2x; an exact 2x box filter first gives the
@@ -58,9 +78,13 @@ def letterbox(image: ImageBGR, card: ModelCard) -> tuple[npt.NDArray[np.float32]
     canvas[pad_y : pad_y + nh, pad_x : pad_x + nw] = cv2.resize(
         image, (nw, nh), interpolation=interpolation
     )
-    # One pass in C (channel swap, HWC -> NCHW, scale to float) instead of numpy's three.
-    tensor = cv2.dnn.blobFromImage(canvas, spec.scale, swapRB=spec.color == "RGB")
-    return np.asarray(tensor, np.float32), Letterbox(scale, pad_x, pad_y)
+    # Channel swap, HWC -> NCHW and scale to float, one plane at a time into the reused
+    # tensor: the same values as cv2.dnn.blobFromImage, which allocates a new one (1.6x slower).
+    planes = cv2.split(canvas)
+    ordered = planes[::-1] if spec.color == "RGB" else planes
+    for plane, out in zip(ordered, buffers.tensor[0], strict=True):
+        np.multiply(plane, np.float32(spec.scale), out=out, dtype=np.float32)
+    return buffers.tensor, Letterbox(scale, pad_x, pad_y)
 
 
 def decode(
@@ -104,6 +128,7 @@ class OnnxDetector:
             str(card.model_path), options, providers=["CPUExecutionProvider"]
         )
         self._outputs = [card.heatmap_output, card.boxes_output]
+        self._local = threading.local()  # each executor thread letterboxes into its own buffers
 
     @property
     def tier(self) -> str:
@@ -134,7 +159,10 @@ class OnnxDetector:
 
     def detect(self, image: ImageBGR) -> Detections:
         require_bgr_image(image)
-        tensor, box_map = letterbox(image, self.card)
+        buffers = getattr(self._local, "buffers", None)
+        if buffers is None:
+            buffers = self._local.buffers = InputBuffers(self.card.input)
+        tensor, box_map = letterbox(image, self.card, buffers)
         heatmap, boxes = self.infer(tensor)
         h, w = image.shape[:2]
         return self.detections(heatmap, boxes, box_map, w, h)

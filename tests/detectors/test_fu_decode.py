@@ -2,11 +2,12 @@
 
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 
 from detectors.card import InputSpec, ModelCard
-from detectors.onnx_detector import Letterbox, decode, letterbox
+from detectors.onnx_detector import InputBuffers, Letterbox, decode, letterbox
 
 
 def card(width: int = 320, height: int = 240) -> ModelCard:
@@ -103,3 +104,20 @@ def test_decode_suppresses_overlapping_peaks() -> None:
         [(2, 2, 0.9), (2, 4, 0.8)], ltrb=(40, 40, 40, 40)
     )  # 16 px apart, 80 px boxes
     assert len(decode(heat, boxes, 8, 0.5)) == 1
+
+
+def test_letterbox_into_reused_buffers_matches_a_fresh_blob() -> None:
+    """Each frame overwrites the thread's buffers completely: padding of a taller frame does
+    not survive into a wider one, and the values are blobFromImage's to the bit."""
+    rng = np.random.default_rng(0)
+    spec = card().input
+    buffers = InputBuffers(spec)
+    for h, w in [(480, 640), (640, 480), (720, 1280), (100, 100)]:
+        image = rng.integers(0, 256, (h, w, 3), np.uint8)
+        tensor, box_map = letterbox(image, card(), buffers)
+        assert tensor is buffers.tensor
+        fresh, fresh_map = letterbox(image, card())
+        assert fresh_map == box_map and np.array_equal(tensor, fresh)
+        canvas = buffers.canvas
+        expected = cv2.dnn.blobFromImage(canvas, spec.scale, swapRB=True)
+        assert np.array_equal(tensor, expected)
