@@ -58,7 +58,7 @@ from clients.hw_bench import percentile, table
 from clients.ws_client import encode_jpeg
 from detectors.card import ModelCard, find_card, list_cards
 from detectors.core import ImageBGR
-from detectors.onnx_detector import OnnxDetector, letterbox
+from detectors.onnx_detector import InputBuffers, OnnxDetector, letterbox
 from stream.images import image_decoder, video_frame_decoder
 
 FPS = 15.0
@@ -815,6 +815,7 @@ def pipeline_rows(
     from voting import make_voter
 
     detector = OnnxDetector(find_card(tier, "int8"), threads=1)
+    buffers = InputBuffers(detector.card.input)  # reused frame after frame, as the server does
     clips = [encoded_clip(w, h, n_frames) for w, h in sizes]
     times: dict[tuple[int, int], defaultdict[str, list[float]]] = {
         clip.size: defaultdict(list) for clip in clips
@@ -834,7 +835,7 @@ def pipeline_rows(
                 laps.lap("YUV->BGR (to_ndarray)")
                 image = image_decoder(jpeg)()  # the websocket path: header check, imdecode
                 laps.lap("JPEG decode (imdecode)")
-                tensor, box_map = letterbox(image, detector.card)
+                tensor, box_map = letterbox(image, detector.card, buffers)
                 laps.lap("letterbox")
                 heatmap, boxes = detector.infer(tensor)
                 laps.lap(f"inference int8 {tier} (1 thread)")
