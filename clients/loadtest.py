@@ -236,11 +236,18 @@ def growth(samples: list[Sample]) -> str:
         f"fds {last.fds - first.fds:+d} (range {min(fds)}-{max(fds)}); server CPU median "
         f"{np.median([s.cpu for s in samples]):.0f}% of one core"
     )
-    if len(samples) >= 3:
-        hours = np.array([s.t for s in samples]) / 3600
-        slope = np.polyfit(hours, np.array([s.rss_mib for s in samples]), 1)[0]
-        line += f"; RSS trend {slope:+.1f} MiB/h"
+    if len(samples) >= 6:  # the second half's trend tells a leak from warm-up growth
+        line += (
+            f"; RSS trend {rss_trend(samples):+.1f} MiB/h, "
+            f"second half {rss_trend(samples[len(samples) // 2 :]):+.1f} MiB/h"
+        )
     return line
+
+
+def rss_trend(samples: list[Sample]) -> float:
+    """Least-squares slope of RSS over time, MiB per hour."""
+    hours = np.array([s.t for s in samples]) / 3600
+    return float(np.polyfit(hours, np.array([s.rss_mib for s in samples]), 1)[0])
 
 
 @contextlib.contextmanager
