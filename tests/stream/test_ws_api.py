@@ -104,7 +104,9 @@ async def test_client_timestamps_set_media_time_and_must_not_go_back(ws_url):
 async def test_a_client_that_stops_answering_pings_is_dropped(fake_server, monkeypatch):
     monkeypatch.setattr(stream.ws_api, "HEARTBEAT_S", 0.4)  # 20 s in production
     admission = fake_server.app[ADMISSION]
-    async with connect(f"ws://127.0.0.1:{fake_server.port}/ws", ping_interval=None) as ws:
+    url = f"ws://127.0.0.1:{fake_server.port}/ws"
+    # close_timeout: a client that reads nothing would wait 10 s for the close handshake
+    async with connect(url, ping_interval=None, close_timeout=0.1) as ws:
         await ws.send(json.dumps({"type": "start"}))
         await ws.recv()
         assert admission.total == 1
