@@ -289,8 +289,9 @@ def sim_source(noise: NoiseModel) -> tuple[ClipSource, float]:
 
 def synth_source(tier: str, precision: str, seconds: float, cache: Path | None) -> ClipSource:
     """Rendered clips (:mod:`detectors.synth`) through the shipped detector of ``tier``."""
+    from detectors.card import find_card
     from detectors.onnx_detector import load_detector
-    from voting.rendered import detected_clip
+    from voting.rendered import detected_clip, synth_cache_name
 
     loaded: list[Detector] = []
 
@@ -299,7 +300,7 @@ def synth_source(tier: str, precision: str, seconds: float, cache: Path | None) 
             loaded.append(load_detector(tier, precision))
         return loaded[0]
 
-    name = f"{tier}-{precision}"
+    name = synth_cache_name(find_card(tier, precision))
     return lambda kind, seed: detected_clip(detector, name, seed, kind, seconds, cache)
 
 

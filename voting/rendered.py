@@ -3,12 +3,18 @@
 Rendering and detection cost tens of milliseconds a frame on a small machine,
 so each clip is detected once, at the base frame rate, and its detections are
 cached (``~/.cache/fuscan/voting`` by default); device profiles are then
-emulated by :meth:`Clip.subsample`, as for simulated clips.
+emulated by :meth:`Clip.subsample`, as for simulated clips. The cache is
+keyed on what the detections depend on (:func:`detector_fingerprint`,
+:func:`generator_fingerprint`), so a retrained model or a changed generator
+never reuses stale detections.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.metadata
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -16,11 +22,57 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from detectors.card import ModelCard
 from detectors.core import Box, Detection, Detections, Detector, iou
 from voting.simulate import BASE_FPS, FU, Clip, GroundTruthObject
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fuscan/voting"
 LINK_IOU = 0.3
+GENERATOR_PACKAGE = Path(__file__).resolve().parent.parent / "detectors/synth"
+
+
+def generator_fingerprint(package: Path = GENERATOR_PACKAGE) -> str:
+    """Content hash of the clip generator: every file of ``detectors/synth`` (code and glyph bank).
+
+    A hash rather than a version number, which someone would have to remember
+    to bump: any change, even a comment, makes the cache miss, never go stale.
+    """
+    digest = hashlib.sha256()
+    for path in sorted(
+        p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+    ):
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def detector_fingerprint(card: ModelCard, runtime: str) -> str:
+    """Content hash of what a shipped detector's output depends on.
+
+    The model file's bytes, the card's threshold, input and output spec (they
+    live in the card, beside the file) and the inference ``runtime`` (e.g.
+    ``"onnxruntime 1.20.1"``: INT8 kernels may round differently).
+    """
+    digest = hashlib.sha256(card.model_path.read_bytes())
+    spec = {
+        "threshold": card.threshold,
+        "input": [card.input.width, card.input.height, card.input.scale, card.input.pad_value],
+        "color": card.input.color,
+        "outputs": [card.heatmap_output, card.boxes_output, card.stride],
+        "classes": card.classes,
+        "runtime": runtime,
+    }
+    digest.update(json.dumps(spec, sort_keys=True).encode())
+    return digest.hexdigest()[:16]
+
+
+def synth_cache_name(card: ModelCard) -> str:
+    """The cache folder for rendered clips through ``card``'s model with today's generator."""
+    runtime = f"onnxruntime {importlib.metadata.version('onnxruntime')}"
+    return (
+        f"{card.tier}-{card.precision}-"
+        f"{detector_fingerprint(card, runtime)}-{generator_fingerprint()}"
+    )
 
 
 def detected_clip(
@@ -34,12 +86,12 @@ def detected_clip(
     """The clip ``make_clip(seed, ..., content=content)`` with a detector's output on each frame.
 
     ``detector`` is called for the detector only if the clip is not cached
-    yet; ``name`` identifies it in the cache (e.g. ``"l-int8"``). With
-    ``cache=None`` nothing is read or written. The cache key does not cover
-    the generator's or the model's version: clear the cache when they change.
+    yet; ``name`` is the cache folder of that detector and generator version
+    (e.g. ``"l-int8-<detector fingerprint>-<generator fingerprint>"``: see
+    :func:`synth_cache_name`). With ``cache=None`` nothing is read or written.
     """
     n_frames = round(seconds * BASE_FPS)
-    path = None if cache is None else cache / f"{name}-{content}-{seed}-{n_frames}.npz"
+    path = None if cache is None else cache / name / f"{content}-{seed}-{n_frames}.npz"
     if path is not None and path.exists():
         with np.load(path) as saved:
             arrays = {key: saved[key] for key in saved.files}

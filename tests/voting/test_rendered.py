@@ -1,0 +1,58 @@
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from detectors.card import InputSpec, ModelCard, find_card
+from voting.rendered import detector_fingerprint, generator_fingerprint, synth_cache_name
+
+
+def card_in(folder: Path, model: bytes = b"weights", **fields) -> ModelCard:
+    path = folder / "fu_t.int8.json"
+    path.with_suffix(".onnx").write_bytes(model)
+    spec = InputSpec("images", 320, 240)
+    card = ModelCard(path, "t", "int8", ("fu",), spec, "heatmap", "boxes", 8, 0.6)
+    return dataclasses.replace(card, **fields)
+
+
+@pytest.mark.parametrize(
+    ("model", "fields", "runtime"),
+    [
+        (b"retrained", {}, "ort 1"),
+        (b"weights", {"threshold": 0.63}, "ort 1"),
+        (b"weights", {"input": InputSpec("images", 640, 480)}, "ort 1"),
+        (b"weights", {"stride": 4}, "ort 1"),
+        (b"weights", {}, "ort 2"),
+    ],
+)
+def test_detector_fingerprint_changes_with_what_detections_depend_on(
+    tmp_path, model, fields, runtime
+):
+    base = detector_fingerprint(card_in(tmp_path), "ort 1")
+    assert detector_fingerprint(card_in(tmp_path), "ort 1") == base
+    assert detector_fingerprint(card_in(tmp_path, model, **fields), runtime) != base
+
+
+def test_detector_fingerprint_ignores_measured_numbers(tmp_path):
+    card = card_in(tmp_path)
+    remeasured = dataclasses.replace(card, metrics={"ap50": 0.99}, macs=1)
+    assert detector_fingerprint(remeasured, "ort") == detector_fingerprint(card, "ort")
+
+
+def test_generator_fingerprint_covers_every_file(tmp_path):
+    (tmp_path / "scenes.py").write_text("A = 1\n")
+    (tmp_path / "bank.npz").write_bytes(b"glyphs")
+    base = generator_fingerprint(tmp_path)
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "scenes.pyc").write_bytes(b"compiled")
+    assert generator_fingerprint(tmp_path) == base  # compiled files say nothing new
+    (tmp_path / "bank.npz").write_bytes(b"more glyphs")
+    assert generator_fingerprint(tmp_path) != base
+
+
+def test_synth_cache_name_names_tier_precision_and_both_versions():
+    name = synth_cache_name(find_card("l", "int8"))
+    tier, precision, model, generator = name.split("-")
+    assert (tier, precision) == ("l", "int8")
+    assert generator == generator_fingerprint()
+    assert len(model) == 16
