@@ -138,9 +138,11 @@ class Pipelines:
     def open(self, options: SessionOptions, send: Send, *, realtime: bool = True) -> Session:
         """A session for one client; ``realtime=False`` runs as fast as the host allows."""
         simulator, detector = self.simulator_for(options)
+        # Scores are weighed relative to the model's own threshold (docs/voting.md).
+        threshold = detector.threshold if isinstance(detector, OnnxDetector) else None
         if self.targets is not None:
             detector = CombinedDetector(detector, self.targets)
-        voter = make_voter(options.preset, **options.voting)
+        voter = make_voter(options.preset, threshold, **options.voting)
         return Session(detector, voter, simulator, send, self.executor, realtime=realtime)
 
     def shutdown(self) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from detectors.card import find_card
 from detectors.core import Box, Detector, iou
 from voting.core import VoteEvent, Voter, VoteUpdate
 from voting.evidence import ScoreModel
@@ -289,7 +290,6 @@ def sim_source(noise: NoiseModel) -> tuple[ClipSource, float]:
 
 def synth_source(tier: str, precision: str, seconds: float, cache: Path | None) -> ClipSource:
     """Rendered clips (:mod:`detectors.synth`) through the shipped detector of ``tier``."""
-    from detectors.card import find_card
     from detectors.onnx_detector import load_detector
     from voting.rendered import detected_clip, synth_cache_name
 
@@ -320,10 +320,13 @@ def parse_noise(spec: str) -> NoiseModel:
     return NoiseModel(**fields)
 
 
-def parse_voters(spec: str, overrides: dict[str, Any]) -> dict[str, Callable[[], Voter]]:
+def parse_voters(
+    spec: str, overrides: dict[str, Any], detector_threshold: float | None = None
+) -> dict[str, Callable[[], Voter]]:
     """``"balanced,kofn:k=8:n=10"``: presets, each with optional ``:field=value`` overrides.
 
-    ``overrides`` (the fitted score model) go to the sequential presets only.
+    ``overrides`` (the fitted score model) go to the sequential presets only;
+    ``detector_threshold`` goes to :func:`make_voter`, as sessions give it.
 
     Raises:
         ValueError: an unknown preset or field, or a value that is not a number.
@@ -335,8 +338,8 @@ def parse_voters(spec: str, overrides: dict[str, Any]) -> dict[str, Callable[[],
         for field_spec in fields:
             key, _, value = field_spec.partition("=")
             own[key] = int(value) if value.isdigit() else float(value)
-        make_voter(name, **own)  # fail now, not half-way through the evaluation
-        voters[item] = _factory(name, own)
+        make_voter(name, detector_threshold, **own)  # fail now, not half-way through
+        voters[item] = _factory(name, detector_threshold, own)
     return voters
 
 
@@ -374,8 +377,10 @@ def format_table(tallies: dict[tuple[str, float], Tally]) -> str:
     return "\n".join(lines)
 
 
-def _factory(name: str, overrides: dict[str, Any]) -> Callable[[], Voter]:
-    return lambda: make_voter(name, **overrides)
+def _factory(
+    name: str, detector_threshold: float | None, overrides: dict[str, Any]
+) -> Callable[[], Voter]:
+    return lambda: make_voter(name, detector_threshold, **overrides)
 
 
 def _pct(value: float, digits: int) -> str:
@@ -408,10 +413,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--score-model",
-        choices=["default", "fit-frame", "fit-track"],
-        default="default",
-        help="the presets' built-in per-frame LLR (what sessions use), or one fitted on "
-        "calibration clips (other seeds) per frame or per track (see calibrate)",
+        choices=["card", "fixed", "fit-frame", "fit-track"],
+        default="card",
+        help="what sessions use: the built-in curve moved to the model card's threshold "
+        "(--source synth; the curve itself for sim); 'fixed': the curve as tuned for "
+        "threshold 0.6; or one fitted on calibration clips (other seeds) per frame or per "
+        "track (see calibrate)",
     )
     parser.add_argument("--calibration-clips", type=int, default=300)
     parser.add_argument(
@@ -431,6 +438,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         noise = parse_noise(args.noise)
     except ValueError as exc:
         parser.error(str(exc))
+    card_threshold = None  # the noise model has no card
     if args.source == "sim":
         source, length = sim_source(noise)
         described = f"simulated detector (voting.simulate.NoiseModel({args.noise}))"
@@ -439,9 +447,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.tier, args.precision, args.seconds, Path(args.cache) if args.cache else None
         )
         length = args.seconds
-        described = f"rendered clips (detectors.synth) through model {args.tier}-{args.precision}"
+        card_threshold = find_card(args.tier, args.precision).threshold
+        described = (
+            f"rendered clips (detectors.synth) through model {args.tier}-{args.precision} "
+            f"(threshold {card_threshold:g})"
+        )
     overrides: dict[str, Any] = {}
-    if args.score_model != "default":
+    detector_threshold = card_threshold if args.score_model == "card" else None
+    if args.score_model.startswith("fit-"):
         config = make_config()
         cal_seeds = range(CALIBRATION_SEED, CALIBRATION_SEED + args.calibration_clips)
         cal_clips = make_clips(source, cal_seeds, args.calibration_clips * length / 3, length)
@@ -457,7 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("  score >= " + " ".join(f"{e:5.2f}" for e in (0.3, *model.edges)))
         print("  LLR      " + " ".join(f"{v:5.2f}" for v in model.llrs))
         print(f"  miss LLR {model.miss_llr:.2f}\n")
-    voters = parse_voters(args.voters, overrides)
+    voters = parse_voters(args.voters, overrides, detector_threshold)
     seeds = range(args.seed, args.seed + args.clips)
     clips = make_clips(source, seeds, args.negative_hours * 3600, length)
     tallies = evaluate(clips, voters, rates, args.min_view, args.clear)

@@ -76,6 +76,41 @@ class ScoreModel:
         return cls(edges, llrs, miss_llr)
 
     @classmethod
+    def for_threshold(
+        cls,
+        threshold: float,
+        reference_threshold: float,
+        centre: float,
+        slope: float,
+        miss_llr: float,
+        cap: float,
+        bins: int = 20,
+    ) -> ScoreModel:
+        """A :meth:`logistic` curve chosen at ``reference_threshold``, moved to ``threshold``.
+
+        A model's threshold is its own calibration against look-alikes (each
+        card's is the score that a fixed small share of look-alike frames
+        reach), so a score at the threshold means the same for every model.
+        The curve is shifted in logit space so that a score at ``threshold``
+        gets the LLR a score at ``reference_threshold`` got: a retrained or
+        smaller model with a higher threshold does not turn its barely-firing
+        look-alikes into stronger evidence. Scores below ``threshold`` never
+        reach the voter from that detector.
+
+        Raises:
+            ValueError: a threshold or ``centre`` is not in (0, 1).
+        """
+        for name, value in (
+            ("threshold", threshold),
+            ("reference_threshold", reference_threshold),
+            ("centre", centre),
+        ):
+            if not 0 < value < 1:
+                raise ValueError(f"{name} must be in (0, 1), got {value}")
+        shifted = _logit(centre) + _logit(threshold) - _logit(reference_threshold)
+        return cls.logistic(1 / (1 + math.exp(-shifted)), slope, miss_llr, cap, bins)
+
+    @classmethod
     def fit(
         cls,
         positive: Sequence[float],

@@ -13,7 +13,7 @@ from typing import Any
 from voting.core import Voter
 from voting.evidence import ScoreModel
 from voting.kofn import KOfNVoter
-from voting.sequential import SequentialConfig, SequentialVoter
+from voting.sequential import SequentialConfig, SequentialVoter, score_model_for_threshold
 from voting.tracker import IouTracker
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -48,8 +48,17 @@ def preset_names() -> list[str]:
     return [*PRESETS, BASELINE]
 
 
-def make_voter(preset: str = "balanced", **overrides: Any) -> Voter:
+def make_voter(
+    preset: str = "balanced", detector_threshold: float | None = None, /, **overrides: Any
+) -> Voter:
     """A fresh voter for one stream: ``preset``'s settings with ``overrides`` applied.
+
+    ``detector_threshold`` is the model card's threshold of the detector that
+    feeds the voter (positional, so no client option can set it): the
+    sequential presets then weigh scores relative to it
+    (:func:`score_model_for_threshold`) unless ``score_model`` is overridden.
+    ``None`` (unknown detector): the built-in curve as it is. k-of-n counts
+    raw scores and ignores it.
 
     Raises:
         VotingConfigError: unknown preset, unknown field, wrong type or bad value.
@@ -60,6 +69,8 @@ def make_voter(preset: str = "balanced", **overrides: Any) -> Voter:
         raise VotingConfigError(
             "unknown_preset", f"unknown voting preset {preset!r}; have {preset_names()}"
         )
+    if detector_threshold is not None and "score_model" not in overrides:
+        overrides["score_model"] = score_model_for_threshold(detector_threshold)
     return SequentialVoter(make_config(preset, **overrides))
 
 

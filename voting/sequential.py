@@ -22,8 +22,24 @@ from voting.evidence import ScoreModel, SprtThresholds
 from voting.smoothing import OneEuroBox, OneEuroConfig
 from voting.tracker import IouTracker, Track
 
-DEFAULT_SCORE_MODEL = ScoreModel.logistic(centre=0.5, slope=1.5, miss_llr=-1.5, cap=3.0)
-"""Used until a detector's own calibration is given (see ``ScoreModel.fit``)."""
+_CURVE = (0.5, 1.5, -1.5, 3.0)  # centre, slope, miss LLR, cap: see ScoreModel.logistic
+DEFAULT_THRESHOLD = 0.6
+"""The detector threshold the default curve was chosen with (every model's, until dfc33a1)."""
+DEFAULT_SCORE_MODEL = ScoreModel.logistic(*_CURVE)
+"""For a detector of threshold 0.6 or unknown; see :func:`score_model_for_threshold`."""
+
+
+def score_model_for_threshold(threshold: float) -> ScoreModel:
+    """The default curve for a detector whose card says ``threshold``.
+
+    Sessions and ``eval-voting`` use it for the shipped models: a score at a
+    model's own threshold carries the evidence 0.6 carried for the models the
+    curve was chosen with (``ScoreModel.for_threshold``).
+
+    Raises:
+        ValueError: ``threshold`` is not in (0, 1).
+    """
+    return ScoreModel.for_threshold(threshold, DEFAULT_THRESHOLD, *_CURVE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ from fakes import RedSquareDetector
 
 from stream.pipelines import OptionError, Pipelines, SessionOptions
 from voting import KOfNVoter, SequentialVoter
+from voting.sequential import score_model_for_threshold
 
 
 @pytest.mark.parametrize(
@@ -57,5 +58,20 @@ def test_sessions_get_their_own_voter(options, kind):
         first, second = pipelines.open(options, send), pipelines.open(options, send)
         assert isinstance(first.voter, kind)
         assert first.voter is not second.voter
+    finally:
+        pipelines.shutdown()
+
+
+@pytest.mark.parametrize(("tier", "voting"), [("s", {}), ("l", {}), ("s", {"alpha": 0.02})])
+def test_sessions_weigh_scores_against_their_models_threshold(tier, voting):
+    pipelines = Pipelines.from_models()
+    try:
+
+        async def send(message):
+            pass
+
+        session = pipelines.open(SessionOptions(tier=tier, voting=voting), send)
+        threshold = pipelines.detector_for(tier).threshold
+        assert session.voter.config.score_model == score_model_for_threshold(threshold)
     finally:
         pipelines.shutdown()

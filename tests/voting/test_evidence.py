@@ -67,3 +67,36 @@ def test_fit_smooths_empty_bins_and_pools_violations():
 def test_fit_rejects_inconsistent_counts(frames, prior, message):
     with pytest.raises(ValueError, match=message):
         ScoreModel.fit([0.9, 0.9], frames, [], 0, edges=(0.5,), cap=3.0, prior_count=prior)
+
+
+CURVE = (0.5, 1.5, -1.5, 3.0)  # centre, slope, miss LLR, cap
+
+
+def test_curve_at_its_reference_threshold_is_the_curve_itself():
+    assert ScoreModel.for_threshold(0.6, 0.6, *CURVE) == ScoreModel.logistic(*CURVE)
+
+
+def _sigmoid(x):
+    return 1 / (1 + math.exp(-x))
+
+
+@pytest.mark.parametrize("threshold", [0.4, 0.63, 0.67, 0.74, 0.9])
+@pytest.mark.parametrize("above", [0.0, 0.5, 1.0, 2.0])
+def test_curve_moves_with_the_threshold(threshold, above):
+    # A score `above` (in logit) over its model's threshold carries what the same
+    # margin over the reference threshold did; fine bins make the comparison exact enough.
+    moved = ScoreModel.for_threshold(threshold, 0.6, *CURVE, bins=2000)
+    reference = ScoreModel.logistic(*CURVE, bins=2000)
+    score = _sigmoid(math.log(threshold / (1 - threshold)) + above)
+    same_margin = _sigmoid(math.log(0.6 / 0.4) + above)
+    assert moved.llr(score) == pytest.approx(reference.llr(same_margin), abs=0.02)
+    assert moved.llr(None) == reference.llr(None)
+
+
+@pytest.mark.parametrize(
+    ("threshold", "reference", "centre"),
+    [(0.0, 0.6, 0.5), (1.0, 0.6, 0.5), (0.6, 0, 0.5), (0.6, 0.6, 1.0)],
+)
+def test_curve_for_threshold_rejects_bad_probabilities(threshold, reference, centre):
+    with pytest.raises(ValueError, match=r"must be in \(0, 1\)"):
+        ScoreModel.for_threshold(threshold, reference, centre, 1.5, -1.5, 3.0)

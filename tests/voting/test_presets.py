@@ -9,6 +9,9 @@ from voting import (
     preset_names,
 )
 from voting.evidence import ScoreModel
+from voting.sequential import DEFAULT_SCORE_MODEL, score_model_for_threshold
+
+OWN = ScoreModel((0.5,), (-1.0, 1.0), -1.0)
 
 
 @pytest.mark.parametrize("preset", ["strict", "balanced", "fast"])
@@ -19,6 +22,28 @@ def test_sequential_presets(preset):
 def test_presets_order_by_caution():
     levels = [make_voter(p).config.thresholds.upper for p in ("fast", "balanced", "strict")]
     assert levels == sorted(levels)
+
+
+@pytest.mark.parametrize(
+    ("threshold", "overrides", "expected"),
+    [
+        (None, {}, DEFAULT_SCORE_MODEL),
+        (0.6, {}, DEFAULT_SCORE_MODEL),
+        (0.74, {}, score_model_for_threshold(0.74)),
+        (0.74, {"score_model": OWN}, OWN),
+    ],
+)
+def test_detector_threshold_moves_the_score_curve(threshold, overrides, expected):
+    assert make_voter("balanced", threshold, **overrides).config.score_model == expected
+
+
+def test_kofn_ignores_the_detector_threshold():
+    assert make_voter("kofn", 0.74, k=2, n=3).k == 2
+
+
+def test_detector_threshold_is_no_client_option():
+    with pytest.raises(VotingConfigError, match="unknown voting option 'detector_threshold'"):
+        make_voter("balanced", detector_threshold=0.74)
 
 
 def test_overrides_apply():

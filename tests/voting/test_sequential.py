@@ -6,7 +6,12 @@ from voting_scenes import A, B, Thing, detections_at, frames, kinds, run, steady
 from detectors.core import Detection, Detections
 from voting.core import VoteUpdate
 from voting.presets import make_config
-from voting.sequential import SequentialConfig, SequentialVoter
+from voting.sequential import (
+    DEFAULT_SCORE_MODEL,
+    SequentialConfig,
+    SequentialVoter,
+    score_model_for_threshold,
+)
 
 RATES = [5, 8, 15, 30]
 
@@ -58,6 +63,38 @@ def test_fading_evidence_keeps_a_steady_lukewarm_look_alike_out(fps, memory, rec
     # memory it levels off near 0.45 * 2 / 0.2 = 4.5 < 6.9.
     events = run(voter(memory=memory), [Thing(A, steady(0.55))], fps, 20.0)
     assert bool(events) == recognized
+
+
+@pytest.mark.parametrize("fps", RATES)
+@pytest.mark.parametrize(
+    ("threshold", "curve", "recognized"),
+    [
+        # The curve chosen for threshold 0.6 gives a look-alike that keeps firing
+        # at a retrained model's threshold +0.77 (l, 0.63), +1.10 (m, 0.67) or
+        # +1.45 (s, 0.74) a sample: it levels off above 6.9 and is recognized.
+        (0.63, "fixed", True),
+        (0.67, "fixed", True),
+        (0.74, "fixed", True),
+        # Moved to each threshold, firing at it is worth about +0.6, as 0.6 was.
+        (0.63, "moved", False),
+        (0.67, "moved", False),
+        (0.74, "moved", False),
+    ],
+)
+def test_look_alike_at_its_models_threshold(fps, threshold, curve, recognized):
+    model = DEFAULT_SCORE_MODEL if curve == "fixed" else score_model_for_threshold(threshold)
+    events = run(voter(score_model=model), [Thing(A, steady(threshold))], fps, 20.0)
+    assert bool(events) == recognized
+
+
+@pytest.mark.parametrize("fps", RATES)
+@pytest.mark.parametrize("threshold", [0.6, 0.63, 0.67, 0.74])
+def test_clear_view_is_as_quick_on_every_models_curve(fps, threshold):
+    model = score_model_for_threshold(threshold)
+    moved = run(voter(score_model=model), [Thing(A, steady(0.95, 0.0, 2.0))], fps, 2.0)
+    fixed = run(voter(), [Thing(A, steady(0.95, 0.0, 2.0))], fps, 2.0)
+    assert kinds(moved) == kinds(fixed) == [("recognized", 1)]
+    assert moved[0].t == fixed[0].t
 
 
 @pytest.mark.parametrize("fps", RATES)
