@@ -130,7 +130,8 @@ def test_calibration_separates_real_from_false_tracks(by):
 
 
 @pytest.mark.parametrize(
-    ("model", "fitted"), [("default", False), ("fit-frame", True), ("fit-track", True)]
+    ("model", "fitted"),
+    [("card", False), ("fixed", False), ("fit-frame", True), ("fit-track", True)],
 )
 def test_main_prints_a_table(capsys, model, fitted):
     argv = "--clips 3 --negative-hours 0.01 --calibration-clips 3 --fps 15 --voters balanced,kofn"
