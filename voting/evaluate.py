@@ -73,6 +73,13 @@ class Tally:
         return self.true / self.recognized if self.recognized else math.nan
 
     @property
+    def precision_low(self) -> float:
+        """One-sided 95 % lower bound on precision (Clopper-Pearson): few events prove little."""
+        if not self.recognized:
+            return math.nan
+        return 1 - binomial_upper(self.recognized - self.true, self.recognized)
+
+    @property
     def recall(self) -> float:
         return self.covered / self.visits if self.visits else math.nan
 
@@ -85,6 +92,12 @@ class Tally:
         hours = self.negative_seconds / 3600
         return self.false_in_negative / hours if hours else math.nan
 
+    @property
+    def false_per_hour_high(self) -> float:
+        """One-sided 95 % upper bound on false recognitions per hour (Poisson)."""
+        hours = self.negative_seconds / 3600
+        return poisson_upper(self.false_in_negative) / hours if hours else math.nan
+
     def delay(self, q: float) -> float:
         return float(np.quantile(self.delays, q)) if self.delays else math.nan
 
@@ -95,6 +108,54 @@ class Tally:
     @property
     def error(self) -> float:
         return 100 * self.error_sum / self.error_n if self.error_n else math.nan
+
+
+def binomial_upper(k: int, n: int, confidence: float = 0.95) -> float:
+    """Clopper-Pearson upper bound on a probability seen ``k`` times in ``n`` trials.
+
+    For ``k = 0`` it is ``1 - (1 - confidence) ** (1 / n)``, about ``3 / n`` (rule of three).
+    """
+    if k >= n:
+        return 1.0
+    return _solve_decreasing(lambda p: _binomial_cdf(k, n, p), 1 - confidence, 0.0, 1.0)
+
+
+def poisson_upper(k: int, confidence: float = 0.95) -> float:
+    """Upper bound on the mean of a Poisson count seen to be ``k`` (3.0 for ``k = 0``)."""
+    return _solve_decreasing(lambda mu: _poisson_cdf(k, mu), 1 - confidence, 0.0, 10.0 + 3 * k)
+
+
+def _binomial_cdf(k: int, n: int, p: float) -> float:
+    if p <= 0.0:
+        return 1.0
+    if p >= 1.0:
+        return 0.0
+    return sum(
+        math.exp(
+            math.lgamma(n + 1)
+            - math.lgamma(i + 1)
+            - math.lgamma(n - i + 1)
+            + i * math.log(p)
+            + (n - i) * math.log1p(-p)
+        )
+        for i in range(k + 1)
+    )
+
+
+def _poisson_cdf(k: int, mu: float) -> float:
+    return (
+        sum(math.exp(i * math.log(mu) - mu - math.lgamma(i + 1)) for i in range(k + 1))
+        if mu
+        else 1.0
+    )
+
+
+def _solve_decreasing(f: Callable[[float], float], target: float, lo: float, hi: float) -> float:
+    """``x`` in ``[lo, hi]`` with ``f(x) = target`` for a decreasing ``f``, by bisection."""
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) > target else (lo, mid)
+    return (lo + hi) / 2
 
 
 def run_clip(voter: Voter, clip: Clip) -> list[VoteUpdate]:
@@ -363,15 +424,16 @@ def evaluate(
 def format_table(tallies: dict[tuple[str, float], Tally]) -> str:
     width = max([10, *(len(name) for name, _ in tallies)])
     header = (
-        f"{'voter':<{width}} {'fps':>4} {'events':>6} {'precision':>9} {'recall':>7} {'hard':>6} "
-        f"{'false/h':>7} {'repeat':>6} {'median s':>8} {'p95 s':>6} {'jitter %':>8} {'err %':>6}"
+        f"{'voter':<{width}} {'fps':>4} {'events':>6} {'precision':>9} {'>= (95%)':>8} "
+        f"{'recall':>7} {'hard':>6} {'false/h':>7} {'<= (95%)':>8} {'repeat':>6} "
+        f"{'median s':>8} {'p95 s':>6} {'jitter %':>8} {'err %':>6}"
     )
     lines = [header, "-" * len(header)]
     for (name, fps), t in tallies.items():
         lines.append(
             f"{name:<{width}} {fps:>4g} {t.recognized:>6} {_pct(t.precision, 2):>9} "
-            f"{_pct(t.recall, 1):>7} {_pct(t.recall_hard, 0):>6} "
-            f"{t.false_per_hour:>7.2f} {t.repeated:>6} "
+            f"{_pct(t.precision_low, 2):>8} {_pct(t.recall, 1):>7} {_pct(t.recall_hard, 0):>6} "
+            f"{t.false_per_hour:>7.2f} {t.false_per_hour_high:>8.2f} {t.repeated:>6} "
             f"{t.delay(0.5):>8.2f} {t.delay(0.95):>6.2f} {t.jitter:>8.2f} {t.error:>6.2f}"
         )
     return "\n".join(lines)

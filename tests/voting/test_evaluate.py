@@ -207,3 +207,29 @@ def test_recognition_without_a_box_matches_nothing():
     event = VoteEvent("recognized", FU, 1, 0.8)
     evaluate.score_clip(clip_with(), updates_with([(24, event)]), tally, 1.0, 0.75)
     assert (tally.recognized, tally.true) == (1, 0)
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "bound"),
+    [
+        (0, 1, 0.95),
+        (0, 300, 1 - 0.05 ** (1 / 300)),  # about 3 / n, the rule of three
+        (2, 268, pytest.approx(0.0233, abs=1e-4)),
+        (3, 3, 1.0),
+    ],
+)
+def test_binomial_upper_bound(k, n, bound):
+    assert evaluate.binomial_upper(k, n) == pytest.approx(bound)
+
+
+@pytest.mark.parametrize(("k", "bound"), [(0, 2.996), (1, 4.744), (5, 10.513)])
+def test_poisson_upper_bound(k, bound):
+    assert evaluate.poisson_upper(k) == pytest.approx(bound, abs=1e-3)
+
+
+def test_tally_bounds():
+    tally = evaluate.Tally(recognized=300, true=300, false_in_negative=0, negative_seconds=1800)
+    assert tally.precision_low == pytest.approx(0.05 ** (1 / 300))
+    assert tally.false_per_hour_high == pytest.approx(2 * 2.996, abs=1e-2)
+    assert math.isnan(evaluate.Tally().precision_low)
+    assert math.isnan(evaluate.Tally().false_per_hour_high)
