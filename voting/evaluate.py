@@ -125,11 +125,7 @@ def poisson_upper(k: int, confidence: float = 0.95) -> float:
     return _solve_decreasing(lambda mu: _poisson_cdf(k, mu), 1 - confidence, 0.0, 10.0 + 3 * k)
 
 
-def _binomial_cdf(k: int, n: int, p: float) -> float:
-    if p <= 0.0:
-        return 1.0
-    if p >= 1.0:
-        return 0.0
+def _binomial_cdf(k: int, n: int, p: float) -> float:  # 0 < p < 1: bisection never ends there
     return sum(
         math.exp(
             math.lgamma(n + 1)
@@ -142,12 +138,8 @@ def _binomial_cdf(k: int, n: int, p: float) -> float:
     )
 
 
-def _poisson_cdf(k: int, mu: float) -> float:
-    return (
-        sum(math.exp(i * math.log(mu) - mu - math.lgamma(i + 1)) for i in range(k + 1))
-        if mu
-        else 1.0
-    )
+def _poisson_cdf(k: int, mu: float) -> float:  # mu > 0, as for the binomial
+    return sum(math.exp(i * math.log(mu) - mu - math.lgamma(i + 1)) for i in range(k + 1))
 
 
 def _solve_decreasing(f: Callable[[float], float], target: float, lo: float, hi: float) -> float:
