@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 import av
@@ -48,8 +49,8 @@ def image_size(data: bytes) -> tuple[int, int]:
     raise FrameError("bad_image", "not a JPEG or PNG image")
 
 
-def check_image(data: bytes) -> None:
-    """Refuse oversized messages and images before any decoding.
+def check_image(data: bytes) -> tuple[int, int]:
+    """Refuse oversized messages and images before any decoding; ``(width, height)``.
 
     Raises:
         FrameError: ``frame_too_large`` or ``too_many_pixels`` or ``bad_image``.
@@ -58,7 +59,9 @@ def check_image(data: bytes) -> None:
         raise FrameError(
             "frame_too_large", f"image is {len(data)} bytes; the limit is {MAX_FRAME_BYTES}"
         )
-    check_pixels(*image_size(data))
+    size = image_size(data)
+    check_pixels(*size)
+    return size
 
 
 def check_pixels(width: int, height: int, limit: int = MAX_PIXELS) -> None:
@@ -73,8 +76,8 @@ def check_pixels(width: int, height: int, limit: int = MAX_PIXELS) -> None:
         )
 
 
-def decode_image(data: bytes) -> ImageBGR:
-    """Decode checked JPEG/PNG bytes to BGR.
+def decode_image(data: bytes, flags: int = cv2.IMREAD_COLOR) -> ImageBGR:
+    """Decode checked JPEG/PNG bytes to BGR (``flags``: OpenCV's, e.g. a reduced size).
 
     Raises:
         FrameError: ``bad_image`` when OpenCV cannot decode it (corrupt or truncated).
@@ -82,15 +85,35 @@ def decode_image(data: bytes) -> ImageBGR:
     if data.startswith(b"\xff\xd8") and not data.rstrip(b"\x00").endswith(b"\xff\xd9"):
         # libjpeg "decodes" a cut-off JPEG into a grey-padded image; refuse it instead.
         raise FrameError("bad_image", "JPEG is truncated (no end-of-image marker)")
-    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    image = cv2.imdecode(np.frombuffer(data, np.uint8), flags)
     if image is None:
         raise FrameError("bad_image", "image data is corrupt or truncated")
     return np.asarray(image, np.uint8)
 
 
+@dataclass(frozen=True, slots=True)
+class JpegImage:
+    """Checked JPEG bytes and their size as received; call it (in the executor) to decode."""
+
+    data: bytes
+    width: int
+    height: int
+
+    def __call__(self) -> ImageBGR:
+        return decode_image(self.data)
+
+    def half(self) -> ImageBGR:
+        """Decoded at half the size by libjpeg's DCT scaling, in about 2/3 of a full decode
+        (and the letterbox then shrinks half as much)."""
+        return decode_image(self.data, cv2.IMREAD_REDUCED_COLOR_2)
+
+
 def image_decoder(data: bytes) -> Callable[[], ImageBGR]:
-    """Check ``data`` now (cheap) and return the deferred decode for the executor."""
-    check_image(data)
+    """Check ``data`` now (cheap) and return the deferred decode for the executor: a
+    :class:`JpegImage` for a JPEG, which a session may decode at half size."""
+    width, height = check_image(data)
+    if data.startswith(b"\xff\xd8"):
+        return JpegImage(data, width, height)
     return partial(decode_image, data)
 
 

@@ -11,9 +11,10 @@ from typing import Any
 from detectors.card import list_cards
 from detectors.core import Detector
 from detectors.objects import CombinedDetector, TargetRegistry
+from detectors.objects.features import FRAME_SIDE
 from detectors.onnx_detector import OnnxDetector
 from hw_sim import DeviceSimulator, ModelChoiceError, ModelSpec, choose_model, get_profile
-from stream.session import FrameError, Send, Session
+from stream.session import FrameError, Send, Session, ViewSide
 from voting import VotingConfigError, make_voter
 
 
@@ -140,10 +141,28 @@ class Pipelines:
         simulator, detector = self.simulator_for(options)
         # Scores are weighed relative to the model's own threshold (docs/voting.md).
         threshold = detector.threshold if isinstance(detector, OnnxDetector) else None
+        side = view_side(detector, self.targets)
         if self.targets is not None:
             detector = CombinedDetector(detector, self.targets)
         voter = make_voter(options.preset, threshold, **options.voting)
-        return Session(detector, voter, simulator, send, self.executor, realtime=realtime)
+        return Session(
+            detector, voter, simulator, send, self.executor, realtime=realtime, view_side=side
+        )
 
     def shutdown(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def view_side(detector: Detector, targets: TargetRegistry | None) -> ViewSide | None:
+    """The longest frame side a session with ``detector`` (and ``targets``) can use.
+
+    The model letterboxes into its input; object scan describes frames at up to
+    ``FRAME_SIDE`` pixels, but only while a target is registered. Any other detector:
+    ``None`` (frames decoded at full size).
+    """
+    if not isinstance(detector, OnnxDetector):
+        return None
+    side = max(detector.card.input.width, detector.card.input.height)
+    if targets is None:
+        return lambda: side
+    return lambda: max(side, FRAME_SIDE) if targets.index.targets else side

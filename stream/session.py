@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from detectors.core import Detections, Detector, ImageBGR
 from hw_sim import DeviceSimulator, DeviceTimeline, Start, camera_view, to_received
@@ -44,6 +45,25 @@ class FrameError(ValueError):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+@runtime_checkable
+class HalvableDecode(Protocol):
+    """A deferred decode that can also decode at half size, for less (a JPEG's DCT scaling)."""
+
+    @property
+    def width(self) -> int: ...
+
+    @property
+    def height(self) -> int: ...
+
+    def __call__(self) -> ImageBGR: ...
+
+    def half(self) -> ImageBGR: ...
+
+
+ViewSide = Callable[[], int]
+"""The longest frame side, in pixels, that a session's detection can still use."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +112,10 @@ class Session:
             phone (a host stall) before it skips the frames the phone would
             have finished: short stalls only delay messages, and the queue
             stays bounded (about ``max_lag`` x frame rate) whatever the host.
+        view_side: asked per frame; a :class:`HalvableDecode` frame whose longer
+            side is at least twice it is decoded at half size (the detector would
+            shrink it anyway). ``None``: every frame at full size. Sizes and boxes
+            in messages stay in pixels of the frame as received.
     """
 
     def __init__(
@@ -105,6 +129,7 @@ class Session:
         realtime: bool = True,
         arrival_grace: float = ARRIVAL_GRACE,
         max_lag: float = MAX_LAG,
+        view_side: ViewSide | None = None,
     ) -> None:
         self.detector = detector
         self.voter = voter
@@ -114,6 +139,7 @@ class Session:
         self._realtime = realtime
         self._grace = arrival_grace
         self._max_lag = max_lag
+        self._view_side = view_side
         self._slot: LatestFrameSlot[PendingFrame] = LatestFrameSlot()
         self._timeline: DeviceTimeline[PendingFrame] | None = (
             simulator.timeline() if simulator.emulated else None
@@ -281,12 +307,24 @@ class Session:
     def _process(self, pending: PendingFrame) -> ProcessedFrame:
         """Decode and detect; runs in the executor."""
         started = time.perf_counter()
-        image = pending.decode()
+        image, width, height = self._decode(pending.decode)
         view, scale = camera_view(self.simulator.profile, image)
+        scale *= image.shape[1] / width  # decoded smaller than received
         detections = to_received(self.detector.detect(view), scale)
-        return ProcessedFrame(
-            pending, image.shape[1], image.shape[0], detections, time.perf_counter() - started
-        )
+        return ProcessedFrame(pending, width, height, detections, time.perf_counter() - started)
+
+    def _decode(self, decode: Callable[[], ImageBGR]) -> tuple[ImageBGR, int, int]:
+        """The frame's image (at half size where that loses nothing the detector uses) and
+        its size as received."""
+        side = self._view_side
+        if (
+            isinstance(decode, HalvableDecode)
+            and side
+            and max(decode.width, decode.height) >= 2 * side()
+        ):
+            return decode.half(), decode.width, decode.height
+        image = decode()
+        return image, image.shape[1], image.shape[0]
 
     async def _publish(
         self,
