@@ -47,6 +47,7 @@ class StreamStats:
     results: int = 0
     dropped: int = 0
     errors: int = 0
+    lost: bool = False  # the connection ended before the run (WebRTC: e.g. ICE consent expired)
     latencies: list[float] = field(default_factory=list)
     server_ms: list[float] = field(default_factory=list)  # server: frame arrival -> result sent
     arrived: list[float] = field(default_factory=list)  # monotonic time of each latency sample
@@ -157,6 +158,7 @@ async def webrtc_stream(
         await pc.setRemoteDescription(RTCSessionDescription(answer["sdp"], answer["type"]))
         await asyncio.sleep(max(0.0, stop - time.monotonic()))
         stats.sent = track.n
+        stats.lost = pc.connectionState != "connected"
     finally:
         await pc.close()
 
@@ -196,7 +198,7 @@ def percentiles(values: list[float]) -> str:
 def report(streams: list[StreamStats], samples: list[Sample], duration: float) -> str:
     lines = [
         f"{'transport':<10} {'streams':>7} {'sent':>6} {'results':>7} {'fps/str':>7} "
-        f"{'dropped':>7} {'errors':>6}   latency ms p50    p95    p99"
+        f"{'dropped':>7} {'errors':>6} {'lost':>4}   latency ms p50    p95    p99"
         "   server ms p50    p95    p99",
     ]
     for transport in ("websocket", "webrtc"):
@@ -207,7 +209,7 @@ def report(streams: list[StreamStats], samples: list[Sample], duration: float) -
         lines.append(
             f"{transport:<10} {len(group):>7} {sum(s.sent for s in group):>6} {results:>7} "
             f"{results / duration / len(group):>7.1f} {sum(s.dropped for s in group):>7} "
-            f"{sum(s.errors for s in group):>6}   "
+            f"{sum(s.errors for s in group):>6} {sum(s.lost for s in group):>4}   "
             + " " * 10
             + percentiles([x for s in group for x in s.latencies])
             + " " * 13
