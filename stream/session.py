@@ -32,11 +32,11 @@ Message = dict[str, object]
 Send = Callable[[Message], Awaitable[None]]
 
 ARRIVAL_GRACE = 0.005
+"""Seconds a real-time session waits past a media time before it takes all frames up to it as in."""
 MAX_LAG = 0.25
 """Seconds a real-time session may fall behind the emulated phone before it skips frames."""
 REANCHOR_S = 1.0
 """A frame arriving this far from its media time moves the session's media clock (bounds waits)."""
-"""Seconds a real-time session waits past a media time before it takes all frames up to it as in."""
 
 
 class FrameError(ValueError):
