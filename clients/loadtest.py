@@ -31,6 +31,7 @@ import numpy as np
 import psutil
 from aiortc import RTCPeerConnection, RTCRtpSender, RTCSessionDescription, VideoStreamTrack
 from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from clients.local_server import local_server as running_server
 from clients.ws_client import encode_jpeg
@@ -86,17 +87,21 @@ async def websocket_stream(
         origin = time.monotonic()
 
         async def reader() -> None:
-            async for raw in ws:
-                stats.on_message(json.loads(raw), origin)
+            with contextlib.suppress(ConnectionClosed):  # counted by the sender as lost
+                async for raw in ws:
+                    stats.on_message(json.loads(raw), origin)
 
         reading = asyncio.create_task(reader())
         n = 0
-        while (due := origin + n / fps) < stop:
-            await asyncio.sleep(max(0.0, due - time.monotonic()))
-            await ws.send(json.dumps({"type": "timestamp", "t": n / fps}))
-            await ws.send(frames[n % len(frames)])
-            stats.sent += 1
-            n += 1
+        try:
+            while (due := origin + n / fps) < stop:
+                await asyncio.sleep(max(0.0, due - time.monotonic()))
+                await ws.send(json.dumps({"type": "timestamp", "t": n / fps}))
+                await ws.send(frames[n % len(frames)])
+                stats.sent += 1
+                n += 1
+        except ConnectionClosed:
+            stats.lost = True  # the server closed it; the other streams go on
         await asyncio.sleep(0.5)
         reading.cancel()
 
