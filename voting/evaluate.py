@@ -16,7 +16,9 @@ Metrics (see docs/voting.md):
 - false recognitions per hour of negative video (look-alikes and clutter);
 - median and p95 delay from the first clear view to ``recognized``;
 - box jitter: RMS frame-to-frame change of the reported box's error, in % of
-  the box size, and the mean error itself (smoothing must not buy calm with lag).
+  the box size, and the mean error itself (smoothing must not buy calm with lag);
+- beside precision and the false rate, the one-sided 95 % bounds their counts
+  allow (few events prove little).
 """
 
 from __future__ import annotations
