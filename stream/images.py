@@ -126,11 +126,10 @@ def video_frame_decoder(
     instead of being converted: a WebRTC peer may send up to 16383x16383 (VP8), which
     aiortc has already decoded, but whose BGR copy (3 bytes a pixel) is never made.
     """
-    if max_pixels is None:
-        return partial(frame.to_ndarray, format="bgr24")
-    return partial(_checked_to_bgr, frame, max_pixels)
+    return partial(_to_bgr, frame, max_pixels)
 
 
-def _checked_to_bgr(frame: av.VideoFrame, max_pixels: int) -> ImageBGR:
-    check_pixels(frame.width, frame.height, max_pixels)
+def _to_bgr(frame: av.VideoFrame, max_pixels: int | None) -> ImageBGR:
+    if max_pixels is not None:
+        check_pixels(frame.width, frame.height, max_pixels)
     return np.asarray(frame.to_ndarray(format="bgr24"), np.uint8)

@@ -13,6 +13,7 @@ from typing import Any
 from aiohttp import web
 from aiortc import MediaStreamTrack, RTCDataChannel, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError
+from av import VideoFrame
 
 from stream import metrics
 from stream.admission import Admission, ServerConfig, Ticket, refuse
@@ -65,6 +66,8 @@ async def drain(track: MediaStreamTrack, session: Session) -> None:
     with contextlib.suppress(MediaStreamError):
         while True:
             frame = await track.recv()
+            if not isinstance(frame, VideoFrame):
+                continue  # a video track yields decoded frames; anything else is not ours
             t = float(frame.time or 0.0)
             first = t if first is None else first
             session.submit(video_frame_decoder(frame, MAX_PIXELS), t - first)
