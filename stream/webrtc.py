@@ -18,7 +18,7 @@ from av import VideoFrame
 from stream import metrics
 from stream.admission import Admission, ServerConfig, Ticket, refuse
 from stream.images import MAX_PIXELS, video_frame_decoder
-from stream.jitter import complete_frames_on_marker
+from stream.jitter import bound_decoder_backlog, complete_frames_on_marker
 from stream.offers import check_offer
 from stream.pipelines import OptionError, Pipelines, SessionOptions
 from stream.session import Message, Session, error_message
@@ -127,6 +127,7 @@ class WebRtcGateway:
             for transceiver in pc.getTransceivers():
                 if transceiver.kind == "video":  # before any packet can arrive
                     complete_frames_on_marker(transceiver.receiver)
+                    bound_decoder_backlog(transceiver.receiver)
             await pc.setLocalDescription(await pc.createAnswer())
         except Exception as exc:  # aiortc raises many types for bad SDP
             await self.close(peer_id)

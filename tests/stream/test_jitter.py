@@ -1,19 +1,27 @@
-"""The marker-bit jitter buffer: a video frame leaves as soon as its last packet is in."""
+"""aiortc receiver fixes: frames leave at their marker-bit packet; a bounded decoder queue."""
 
 import asyncio
 import json
+import queue
 from fractions import Fraction
+from types import SimpleNamespace
 
 import aiohttp
 import av
 import pytest
 from aiortc import RTCPeerConnection, RTCRtpReceiver, RTCSessionDescription, VideoStreamTrack
-from aiortc.jitterbuffer import JitterBuffer
+from aiortc.jitterbuffer import JitterBuffer, JitterFrame
 from aiortc.rtp import RtpPacket
 from fakes import red_square_frame
 
 import stream.webrtc
-from stream.jitter import MarkerJitterBuffer, complete_frames_on_marker
+from stream.jitter import (
+    DecodeBacklog,
+    MarkerJitterBuffer,
+    bound_decoder_backlog,
+    complete_frames_on_marker,
+    is_keyframe,
+)
 from stream.server import loopback_host_addresses
 
 FRAME_TICKS = 6000  # 90 kHz clock, 15 fps
@@ -168,5 +176,59 @@ async def test_the_server_answers_a_frame_before_the_next_one_is_sent(
             answered = False
         assert answered == marker
         assert track.sent >= 5 if marker else track.sent == 1
+    finally:
+        await pc.close()
+
+
+@pytest.mark.parametrize(
+    ("codec", "data", "expected"),
+    [
+        ("VP8", b"\x10\x02\x00\x9d\x01\x2a", True),  # frame tag bit 0 clear: key frame
+        ("VP8", b"\x31\x02\x00", False),
+        ("VP8", b"", False),
+        ("H264", b"\x00\x00\x00\x01\x67\x42\x00\x00\x00\x01\x68\xce\x00\x00\x01\x65\x88", True),
+        ("H264", b"\x00\x00\x00\x01\x41\x9a", False),
+        ("opus", b"\x00", None),
+    ],
+)
+def test_keyframes_are_recognised(codec, data, expected):
+    assert is_keyframe(codec, data) is expected
+
+
+def test_a_decoder_that_falls_behind_skips_to_the_next_keyframe():
+    requests = []
+    backlog = DecodeBacklog(2, lambda: requests.append(True))
+    vp8 = SimpleNamespace(name="VP8")
+
+    def put(key: bool, ts: int) -> None:
+        backlog.put((vp8, JitterFrame(b"\x10" if key else b"\x11", ts)))
+
+    put(True, 0)
+    put(False, 1)  # the decoder thread is stuck: nothing is taken off
+    assert backlog.qsize() == 2 and not requests
+    put(False, 2)  # behind: the waiting frames go, and frames up to a keyframe
+    put(False, 3)
+    assert backlog.qsize() == 0 and requests == [True] and backlog.dropped == 4
+    put(True, 4)  # a keyframe decodes on its own; what follows it does too
+    put(False, 5)
+    assert [backlog.get_nowait()[1].timestamp for _ in range(2)] == [4, 5]
+    backlog.put(None)  # the stop sentinel always gets through
+    assert backlog.get_nowait() is None
+
+
+def test_frames_of_unknown_codecs_and_a_keeping_up_decoder_are_never_dropped():
+    backlog = DecodeBacklog(1, lambda: None)
+    for ts in range(3):
+        backlog.put((SimpleNamespace(name="AV1"), JitterFrame(b"\x11", ts)))
+    assert backlog.qsize() == 3 and backlog.dropped == 0
+
+
+async def test_a_video_receiver_gets_a_bounded_decoder_queue():
+    pc = RTCPeerConnection()
+    try:
+        receiver = pc.addTransceiver("video").receiver
+        assert type(receiver._RTCRtpReceiver__decoder_queue) is queue.Queue
+        assert bound_decoder_backlog(receiver) and bound_decoder_backlog(receiver)
+        assert isinstance(receiver._RTCRtpReceiver__decoder_queue, DecodeBacklog)
     finally:
         await pc.close()
