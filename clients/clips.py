@@ -32,6 +32,8 @@ def write_video(frames: Iterable[ImageBGR], path: Path, fps: float, codec: str =
         raise ValueError("no frames to write")
     with av.open(str(path), "w") as container:
         stream = container.add_stream(codec, rate=Fraction(fps).limit_denominator(1001))
+        if not isinstance(stream, av.VideoStream):
+            raise ValueError(f"{codec} is not a video codec")
         stream.height, stream.width = first.shape[:2]
         stream.pix_fmt = "yuv420p"
         for frame in itertools.chain([first], frames):

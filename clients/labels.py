@@ -139,8 +139,8 @@ def _score_frame(message: dict[str, Any], labels: ClipLabels, score: ReplayScore
         if det["label"] != labels.label:
             continue
         box = tuple(det["box"])
-        best = max(truth, key=lambda gt: iou(box, gt), default=None)  # type: ignore[arg-type]
-        if best is not None and iou(box, best) >= BOX_IOU:  # type: ignore[arg-type]
+        best = max(truth, key=lambda gt: iou(box, gt), default=None)
+        if best is not None and iou(box, best) >= BOX_IOU:
             truth.remove(best)
             score.frame_tp += 1
         else:

@@ -55,7 +55,7 @@ async def feed(session: Session, frames: TimedFrames, realtime: bool) -> None:
         await runner
 
 
-async def source_frames(source: str, fps: float, progress: tqdm) -> TimedFrames:  # type: ignore[type-arg]
+async def source_frames(source: str, fps: float, progress: tqdm) -> TimedFrames:
     """Frames of any source, decoded lazily for video files (only processed frames convert)."""
     frames: Iterator[tuple[float, Any]]
     if Path(source).is_file():

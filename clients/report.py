@@ -41,7 +41,7 @@ def timeline_svg(clip: ClipResult) -> str:
     )
 
     def x(t: float) -> float:
-        return PAD + (WIDTH - 2 * PAD) * t / end
+        return float(PAD + (WIDTH - 2 * PAD) * t / end)
 
     def y(score: float) -> float:
         return HEIGHT - PAD - (HEIGHT - 2 * PAD) * score

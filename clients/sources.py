@@ -80,7 +80,10 @@ def bgr_frames(source: str, fps: float = 15.0) -> Iterator[tuple[float, ImageBGR
         return folder_frames(path, fps)
     if not path.exists():
         raise SourceError(f"no such file: {source}")
-    return ((t, frame.to_ndarray(format="bgr24")) for t, frame in video_frames(source))
+    return (
+        (t, np.asarray(frame.to_ndarray(format="bgr24"), np.uint8))
+        for t, frame in video_frames(source)
+    )
 
 
 def frame_count(source: str) -> int | None:
