@@ -1129,9 +1129,7 @@ def no_network() -> Iterator[list[str]]:
 def rapidocr_engine(threads: int, **config: Any) -> Callable[[ImageBGR], str] | None:
     """RapidOCR's whole pipeline (det, cls, rec) as ``image -> text``; ``None`` if not installed."""
     try:
-        from rapidocr_onnxruntime import (  # type: ignore[import-untyped,unused-ignore]
-            RapidOCR,
-        )
+        from rapidocr_onnxruntime import RapidOCR
     except ImportError:
         return None
     engine = RapidOCR(intra_op_num_threads=threads, inter_op_num_threads=1, **config)
