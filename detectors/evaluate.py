@@ -117,29 +117,58 @@ def median_latencies_ms(detectors: list[OnnxDetector], rounds: int) -> list[floa
     return median_ms(calls, rounds)
 
 
-def evaluate(cards: list[ModelCard], scenes: int, latency_runs: int) -> dict[Path, Result]:
-    """Run every model in ``cards`` over the same held-out scenes; see the module docstring."""
-    detectors = {c.path: OnnxDetector(c, threads=1, threshold=CURVE_THRESHOLD) for c in cards}
+@dataclass(frozen=True, slots=True)
+class SceneScores:
+    """One model's raw output on a split's scenes, from which every rate here is derived."""
+
+    scored: list[tuple[float, bool]]
+    """(score, is true positive) of every detection in the mixed scenes."""
+    positives: int
+    """福 boxes in the mixed scenes."""
+    worst_negative: list[float]
+    """Per look-alike-only scene, its best detection's score (0 when none)."""
+
+    def fp_rate(self, threshold: float) -> float:
+        """Share of look-alike-only scenes with a detection at ``threshold``."""
+        return float(np.mean(np.asarray(self.worst_negative) >= threshold))
+
+
+def score_scenes(
+    detectors: dict[Path, OnnxDetector], scenes: int, split: Split
+) -> dict[Path, SceneScores]:
+    """Every model on the same ``scenes`` mixed and look-alike-only scenes of ``split``."""
     scored: dict[Path, list[tuple[float, bool]]] = {p: [] for p in detectors}
-    false_frames = dict.fromkeys(detectors, 0)
+    worst: dict[Path, list[float]] = {p: [] for p in detectors}
     positives = 0
-    for image, truth in held_out("mixed", scenes):
+    for image, truth in held_out("mixed", scenes, split):
         positives += len(truth)
         for path, detector in detectors.items():
             scored[path] += match(detector.detect(image), truth)
-    for image, _ in held_out("negative", scenes):
+    for image, _ in held_out("negative", scenes, split):
         for path, detector in detectors.items():
-            found = detector.detect(image).above(detector.card.threshold)
-            false_frames[path] += len(found) > 0
+            worst[path].append(max((d.score for d in detector.detect(image)), default=0.0))
+    return {p: SceneScores(scored[p], positives, worst[p]) for p in detectors}
+
+
+def curve_detectors(cards: list[ModelCard]) -> dict[Path, OnnxDetector]:
+    """One single-thread detector per card, keeping detections down to the curve's threshold."""
+    return {c.path: OnnxDetector(c, threads=1, threshold=CURVE_THRESHOLD) for c in cards}
+
+
+def evaluate(cards: list[ModelCard], scenes: int, latency_runs: int) -> dict[Path, Result]:
+    """Run every model in ``cards`` over the same held-out scenes; see the module docstring."""
+    detectors = curve_detectors(cards)
+    scores = score_scenes(detectors, scenes, "eval")
     latencies = median_latencies_ms(list(detectors.values()), latency_runs)
     results = {}
     for (path, detector), latency in zip(detectors.items(), latencies, strict=True):
-        at_threshold = [tp for score, tp in scored[path] if score >= detector.card.threshold]
+        threshold, got = detector.card.threshold, scores[path]
+        at_threshold = [tp for score, tp in got.scored if score >= threshold]
         results[path] = Result(
-            ap50=average_precision(scored[path], positives),
+            ap50=average_precision(got.scored, got.positives),
             precision=sum(at_threshold) / max(1, len(at_threshold)),
-            recall=sum(at_threshold) / max(1, positives),
-            hard_negative_fp_rate=false_frames[path] / max(1, scenes),
+            recall=sum(at_threshold) / max(1, got.positives),
+            hard_negative_fp_rate=got.fp_rate(threshold),
             latency_ms=latency,
         )
     return results
@@ -158,29 +187,15 @@ def pick_thresholds(
     cards: list[ModelCard], scenes: int, max_fp_rate: float
 ) -> dict[Path, ThresholdPick]:
     """Per model, the lowest grid threshold at which <= ``max_fp_rate`` of look-alikes fire."""
-    detectors = {c.path: OnnxDetector(c, threads=1, threshold=CURVE_THRESHOLD) for c in cards}
-    true_scores: dict[Path, list[float]] = {p: [] for p in detectors}
-    worst_negative: dict[Path, list[float]] = {p: [] for p in detectors}
-    positives = 0
-    for image, truth in held_out("mixed", scenes, "train"):
-        positives += len(truth)
-        for path, detector in detectors.items():
-            true_scores[path] += [score for score, tp in match(detector.detect(image), truth) if tp]
-    for image, _ in held_out("negative", scenes, "train"):
-        for path, detector in detectors.items():
-            found = detector.detect(image)
-            worst_negative[path].append(max((d.score for d in found), default=0.0))
     picks = {}
-    for path in detectors:
-        fires = np.asarray(worst_negative[path])
-        hits = np.asarray(true_scores[path])
-        fp_rates = [(fires >= t).mean() for t in THRESHOLD_GRID]
-        ok = [t for t, rate in zip(THRESHOLD_GRID, fp_rates, strict=True) if rate <= max_fp_rate]
+    for path, got in score_scenes(curve_detectors(cards), scenes, "train").items():
+        ok = [t for t in THRESHOLD_GRID if got.fp_rate(t) <= max_fp_rate]
         threshold = float(ok[0] if ok else THRESHOLD_GRID[-1])
+        hits = sum(tp for score, tp in got.scored if score >= threshold)
         picks[path] = ThresholdPick(
             threshold=threshold,
-            recall=float((hits >= threshold).sum() / max(1, positives)),
-            fp_rate=float((fires >= threshold).mean()),
+            recall=hits / max(1, got.positives),
+            fp_rate=got.fp_rate(threshold),
         )
     return picks
 
