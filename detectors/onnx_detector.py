@@ -54,21 +54,14 @@ class InputBuffers:
         self.tensor = np.empty((1, 3, spec.height, spec.width), np.float32)
 
 
-def letterbox(
-    image: ImageBGR, card: ModelCard, buffers: InputBuffers | None = None
-) -> tuple[npt.NDArray[np.float32], Letterbox]:
-    """Resize ``image`` into the card's input size keeping its aspect, as an NCHW float tensor.
-
-    With ``buffers`` the tensor returned is ``buffers.tensor``, overwritten by the next call.
-    """
-    spec = card.input
-    buffers = buffers or InputBuffers(spec)
+def fit_into(image: ImageBGR, canvas: ImageBGR, pad_value: int) -> Letterbox:
+    """Resize ``image`` into ``canvas`` keeping its aspect, centred; the rest is ``pad_value``."""
+    height, width = canvas.shape[:2]
     h, w = image.shape[:2]
-    scale = min(spec.width / w, spec.height / h)
+    scale = min(width / w, height / h)
     nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
-    pad_x, pad_y = (spec.width - nw) // 2, (spec.height - nh) // 2
-    canvas = buffers.canvas
-    canvas.fill(spec.pad_value)
+    pad_x, pad_y = (width - nw) // 2, (height - nh) // 2
+    canvas.fill(pad_value)
     interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
     while w >= 4 * nw and h >= 4 * nh and w % 2 == 0 and h % 2 == 0:
         # INTER_AREA is several times slower past 2x; an exact 2x box filter first gives the
@@ -78,13 +71,26 @@ def letterbox(
     canvas[pad_y : pad_y + nh, pad_x : pad_x + nw] = cv2.resize(
         image, (nw, nh), interpolation=interpolation
     )
+    return Letterbox(scale, pad_x, pad_y)
+
+
+def letterbox(
+    image: ImageBGR, card: ModelCard, buffers: InputBuffers | None = None
+) -> tuple[npt.NDArray[np.float32], Letterbox]:
+    """Resize ``image`` into the card's input size keeping its aspect, as an NCHW float tensor.
+
+    With ``buffers`` the tensor returned is ``buffers.tensor``, overwritten by the next call.
+    """
+    spec = card.input
+    buffers = buffers or InputBuffers(spec)
+    box_map = fit_into(image, buffers.canvas, spec.pad_value)
     # Channel swap, HWC -> NCHW and scale to float, one plane at a time into the reused
     # tensor: the same values as cv2.dnn.blobFromImage, which allocates a new one (1.6x slower).
-    planes = cv2.split(canvas)
+    planes = cv2.split(buffers.canvas)
     ordered = planes[::-1] if spec.color == "RGB" else planes
     for plane, out in zip(ordered, buffers.tensor[0], strict=True):
         np.multiply(plane, np.float32(spec.scale), out=out, dtype=np.float32)
-    return buffers.tensor, Letterbox(scale, pad_x, pad_y)
+    return buffers.tensor, box_map
 
 
 def decode(

@@ -37,9 +37,9 @@ from onnxruntime.quantization import (
 from onnxruntime.quantization.shape_inference import quant_pre_process
 
 from detectors.card import ModelCardError, read_card, write_card
-from detectors.core import ImageBGR, iou
-from detectors.evaluate import median_ms
-from detectors.onnx_detector import OnnxDetector, letterbox
+from detectors.core import ImageBGR
+from detectors.evaluate import match, median_ms
+from detectors.onnx_detector import OnnxDetector, fit_into, letterbox
 
 log = logging.getLogger(__name__)
 
@@ -135,13 +135,9 @@ class InputFormat:
     color: str = "RGB"
 
     def __call__(self, image: ImageBGR) -> Tensor:
-        h, w = image.shape[:2]
         if self.resize == "letterbox":
-            ratio = min(self.width / w, self.height / h)
-            nw, nh = max(1, round(w * ratio)), max(1, round(h * ratio))
-            canvas = np.full((self.height, self.width, 3), 114, np.uint8)
-            x, y = (self.width - nw) // 2, (self.height - nh) // 2
-            canvas[y : y + nh, x : x + nw] = cv2.resize(image, (nw, nh))
+            canvas = np.empty((self.height, self.width, 3), np.uint8)
+            fit_into(image, canvas, pad_value=114)
         else:
             canvas = np.asarray(cv2.resize(image, (self.width, self.height)), np.uint8)
         pixels = canvas[:, :, ::-1] if self.color == "RGB" else canvas
@@ -236,14 +232,14 @@ def compare(
 def detections_kept(
     fp32_card: Path, int8_card: Path, photos: Sequence[ImageBGR]
 ) -> tuple[int, int]:
-    """How many of the FP32 detector's detections the INT8 one also finds (IoU >= 0.5)."""
+    """How many of the FP32 detector's detections the INT8 one also finds: ``eval-model``'s
+    one-to-one matching at IoU >= 0.5, with the FP32 boxes as the truth (labels not compared)."""
     before, after = (OnnxDetector(read_card(p)) for p in (fp32_card, int8_card))
     kept = total = 0
     for photo in photos:
-        theirs = list(after.detect(photo))
-        for det in before.detect(photo):
-            total += 1
-            kept += any(d.label == det.label and iou(d.box, det.box) >= 0.5 for d in theirs)
+        truth = np.array([d.box for d in before.detect(photo)], np.float32).reshape(-1, 4)
+        total += len(truth)
+        kept += sum(tp for _, tp in match(after.detect(photo), truth))
     return kept, total
 
 
