@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from detectors.core import Detections, Detector, ImageBGR, require_bgr_image
+from detectors.core import Detections, Detector, ImageBGR
 
 
 class CombinedDetector:
@@ -21,6 +21,5 @@ class CombinedDetector:
         return self.primary.tier
 
     def detect(self, image: ImageBGR) -> Detections:
-        require_bgr_image(image)  # before either part, whatever the parts check
         found = (*self.primary.detect(image), *self.extra.detect(image))
         return Detections(tuple(sorted(found, key=lambda d: -d.score)))

@@ -25,7 +25,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from detectors.core import Detection, Detections, ImageBGR
+from detectors.core import Detection, Detections, ImageBGR, require_bgr_image
 from detectors.objects.features import Features, Points, frame_features
 from detectors.objects.lsh import BinaryLsh
 
@@ -122,6 +122,7 @@ class TargetIndex:
         return int(self._owner.size)
 
     def detect(self, image: ImageBGR) -> Detections:
+        require_bgr_image(image)
         return Detections(tuple(v.detection() for v in self.recognise(image)))
 
     def recognise(self, image: ImageBGR, features: Features | None = None) -> list[Verified]:
