@@ -117,19 +117,80 @@ def image_decoder(data: bytes) -> Callable[[], ImageBGR]:
     return partial(decode_image, data)
 
 
-def video_frame_decoder(
-    frame: av.VideoFrame, max_pixels: int | None = None
-) -> Callable[[], ImageBGR]:
+def video_frame_decoder(frame: av.VideoFrame, max_pixels: int | None = None) -> VideoImage:
     """Deferred colour conversion of a decoded video frame (WebRTC track or file).
 
     With ``max_pixels`` (frames from the network) a larger frame raises ``too_many_pixels``
     instead of being converted: a WebRTC peer may send up to 16383x16383 (VP8), which
     aiortc has already decoded, but whose BGR copy (3 bytes a pixel) is never made.
     """
-    return partial(_to_bgr, frame, max_pixels)
+    return VideoImage(frame, max_pixels)
 
 
-def _to_bgr(frame: av.VideoFrame, max_pixels: int | None) -> ImageBGR:
-    if max_pixels is not None:
-        check_pixels(frame.width, frame.height, max_pixels)
-    return np.asarray(frame.to_ndarray(format="bgr24"), np.uint8)
+BT601_LIMITED_TO_BGR = np.array(
+    [
+        [1.164383, 2.017232, 0.0, -276.836],
+        [1.164383, -0.391762, -0.812968, 135.576],
+        [1.164383, 0.0, 1.596027, -222.921],
+    ],
+    np.float32,
+)
+"""``[B, G, R] = M @ [Y, U, V, 1]`` for BT.601 limited-range YUV: what swscale applies to
+the frames WebRTC decoders give (no colour space signalled, MPEG range)."""
+# FFmpeg's AVColorSpace values: unspecified (swscale's default is BT.601), BT470BG, SMPTE170M.
+_BT601_SPACES = {2, 5, 6}
+_FULL_RANGE = 2  # FFmpeg's AVCOL_RANGE_JPEG
+
+
+@dataclass(frozen=True, slots=True)
+class VideoImage:
+    """A decoded video frame and its size; call it (in the executor) to convert to BGR."""
+
+    frame: av.VideoFrame
+    max_pixels: int | None = None
+
+    @property
+    def width(self) -> int:
+        return self.frame.width
+
+    @property
+    def height(self) -> int:
+        return self.frame.height
+
+    def __call__(self) -> ImageBGR:
+        self._check()
+        return np.asarray(self.frame.to_ndarray(format="bgr24"), np.uint8)
+
+    def half(self) -> ImageBGR:
+        """Half the size, straight from the 4:2:0 planes: luma averaged 2x2, chroma as it is
+        (already half size), one affine colour transform. swscale also gives each 2x2 block
+        one chroma sample, so this is the full-size conversion averaged 2x2 up to rounding
+        and clipping order, without the full-size BGR copy (docs/benchmarks.md)."""
+        self._check()
+        frame = self.frame
+        width, height = frame.width // 2, frame.height // 2
+        if not self._planar_bt601():
+            return np.asarray(cv2.resize(self(), (width, height), interpolation=cv2.INTER_AREA))
+        y, u, v = (
+            np.frombuffer(memoryview(p), np.uint8).reshape(-1, p.line_size)[:rows, :cols]
+            for p, rows, cols in zip(
+                frame.planes, (2 * height, height, height), (2 * width, width, width), strict=True
+            )
+        )
+        luma = cv2.resize(y, (width, height), interpolation=cv2.INTER_AREA)
+        return np.asarray(cv2.transform(cv2.merge((luma, u, v)), BT601_LIMITED_TO_BGR))
+
+    def _check(self) -> None:
+        if self.max_pixels is not None:
+            check_pixels(self.frame.width, self.frame.height, self.max_pixels)
+
+    def _planar_bt601(self) -> bool:
+        """Whether the frame is 4:2:0 planar, even-sized, BT.601 limited range."""
+        frame = self.frame
+        return (
+            frame.format.name == "yuv420p"
+            and frame.width % 2 == 0
+            and frame.height % 2 == 0
+            and frame.color_range != _FULL_RANGE
+            and frame.colorspace in _BT601_SPACES
+        )

@@ -1,18 +1,22 @@
-"""JPEG frames decoded at half size when the detector would shrink them anyway."""
+"""JPEG and video frames decoded at half size when the detector would shrink them anyway."""
 
 import asyncio
 from types import SimpleNamespace
 
+import av
 import cv2
+import numpy as np
 import pytest
 from fakes import RedSquareDetector, jpeg, red_square_frame
 
+from clients.bench import encode_video
 from detectors.objects.features import FRAME_SIDE
 from detectors.onnx_detector import load_detector
+from detectors.synth.scenes import make_clip
 from hw_sim import DeviceProfile, DeviceSimulator
-from stream.images import JpegImage, image_decoder
+from stream.images import JpegImage, VideoImage, image_decoder, video_frame_decoder
 from stream.pipelines import view_side
-from stream.session import Session
+from stream.session import HalvableDecode, Session
 from voting import KOfNVoter
 
 FRAME = jpeg(red_square_frame(640, 480))
@@ -79,3 +83,68 @@ def test_view_side_follows_the_model_and_registered_targets():
     assert side() == 320  # no target registered: object scan looks at nothing
     targets.index.targets = ("poster",)
     assert side() == FRAME_SIDE  # object scan describes frames up to this size
+
+
+def vp8_frames(content: str, seed: int, n: int = 8) -> list[av.VideoFrame]:
+    """A generated 640x480 clip through VP8 and back, as a WebRTC track delivers it."""
+    images = make_clip(seed, n, 15.0, 640, 480, content=content).frames
+    decoder = av.CodecContext.create("libvpx", "r")
+    return [f for p in encode_video(images, "libvpx", 15.0) for f in decoder.decode(p)]
+
+
+def averaged(frame: VideoImage) -> np.ndarray:
+    """The full-size conversion shrunk 2x2 as the letterbox would: the reference for half()."""
+    return cv2.resize(frame(), (frame.width // 2, frame.height // 2), interpolation=cv2.INTER_AREA)
+
+
+def test_a_video_frame_knows_its_size_and_converts_at_half():
+    decode = video_frame_decoder(vp8_frames("fu", 1, 1)[0])
+    assert isinstance(decode, HalvableDecode) and (decode.width, decode.height) == (640, 480)
+    assert decode().shape == (480, 640, 3) and decode.half().shape == (240, 320, 3)
+
+
+def test_half_video_conversion_is_the_full_one_averaged():
+    diffs = [
+        np.abs(decode.half().astype(int) - averaged(decode).astype(int))
+        for decode in map(video_frame_decoder, vp8_frames("fu", 2))
+    ]
+    diff = np.concatenate([d.ravel() for d in diffs])
+    # swscale's fixed point lands about one level below exact BT.601; clipping a saturated
+    # colour before or after the 2x2 average differs a little more, on a few pixels.
+    assert diff.mean() < 1.5
+    assert np.percentile(diff, 99.9) <= 4
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        av.VideoFrame.from_ndarray(red_square_frame(64, 48), format="bgr24"),  # not 4:2:0
+        av.VideoFrame.from_ndarray(red_square_frame(65, 49), format="bgr24").reformat(
+            format="yuv420p"  # odd size: no whole 2x2 blocks
+        ),
+        av.VideoFrame.from_ndarray(red_square_frame(64, 48), format="bgr24").reformat(
+            format="yuv420p",
+            dst_color_range="JPEG",  # full range: another matrix
+        ),
+    ],
+)
+def test_other_video_frames_are_converted_in_full_then_shrunk(frame):
+    decode = video_frame_decoder(frame)
+    assert np.array_equal(decode.half(), averaged(decode))
+
+
+def test_half_video_frames_give_the_same_detections():
+    """INT8 ``l`` on VP8 frames: a score that moves is within one output step or two, which
+    only changes a detection that was within that of the threshold (a one-level brightness
+    change does the same to these frames)."""
+    detector = load_detector("l")
+    frames = vp8_frames("fu", 3) + vp8_frames("negative", 4) + vp8_frames("fu", 5)
+    for decode in map(video_frame_decoder, frames):
+        full, half = detector.detect(decode()), detector.detect(decode.half())
+        near = [d for d in (*full, *half) if abs(d.score - detector.threshold) < 0.05]
+        if near:
+            continue
+        assert [d.label for d in full] == [d.label for d in half]
+        for a, b in zip(full, half, strict=True):
+            assert b.score == pytest.approx(a.score, abs=0.03)
+            assert np.abs(np.subtract(a.box, np.multiply(b.box, 2))).max() <= 8
