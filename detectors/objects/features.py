@@ -14,6 +14,7 @@ always in pixels of the normalised reference.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import cv2
@@ -40,6 +41,10 @@ need fewer levels; with fewer, ORB gives the finer ones more of the frame's keyp
 (where a target's detail is) and builds less pyramid. In ``eval-targets`` 3 levels found
 the most targets (8: 79.6 %, 4: 83.9 %, 3: 88.2 %, 2: 86.0 %, 1: 66.7 %) and describe a
 frame in about 25 % less time than 8 (docs/object_scan.md)."""
+SCALE_STEP = 1.2
+"""Scale between ORB pyramid levels."""
+FAST_THRESHOLD = 12
+"""ORB's FAST corner threshold (grey levels)."""
 OVERSAMPLE = 2
 """ORB detects this many times the keypoints wanted, then :func:`spread` picks among them."""
 GRID = (8, 6)
@@ -106,25 +111,64 @@ def _resize(gray: Gray, scale: float) -> Gray:
 def describe(gray: Gray, n_features: int, levels: int = REF_LEVELS) -> tuple[Points, Descriptors]:
     """ORB keypoints spread over ``gray`` (see :func:`spread`), and their descriptors.
 
-    A fresh ORB per call keeps it thread-safe.
+    The keypoints and descriptors are those of one ORB over ``levels`` pyramid
+    levels, but ORB runs on each level image by itself, so that only the
+    keypoints :func:`spread` keeps are described: ORB's ``detectAndCompute``
+    would describe all :data:`OVERSAMPLE` x ``n_features`` candidates, and a
+    separate ``compute`` would build the pyramid again. Fresh ORBs per call
+    keep it thread-safe.
     """
-    orb = cv2.ORB.create(
-        nfeatures=OVERSAMPLE * n_features, scaleFactor=1.2, nlevels=levels, fastThreshold=12
+    pyramid = [gray]
+    for level in range(1, levels):  # as ORB builds it: each level from the one above
+        size = (round(gray.shape[1] / SCALE_STEP**level), round(gray.shape[0] / SCALE_STEP**level))
+        resized = cv2.resize(pyramid[-1], size, interpolation=cv2.INTER_LINEAR_EXACT)
+        pyramid.append(np.asarray(resized, np.uint8))
+    found = [
+        _orb(count).detect(image)
+        for image, count in zip(pyramid, _level_quota(OVERSAMPLE * n_features, levels), strict=True)
+    ]
+    points = np.vstack([_points(keypoints, level) for level, keypoints in enumerate(found)])
+    response = np.array([kp.response for keypoints in found for kp in keypoints], np.float32)
+    chosen = spread(points, response, gray.shape[1], gray.shape[0], n_features)
+    first = np.cumsum([0, *(len(keypoints) for keypoints in found)])
+    all_points, all_descriptors = [np.zeros((0, 2), np.float32)], [np.zeros((0, 32), np.uint8)]
+    for level, (image, keypoints) in enumerate(zip(pyramid, found, strict=True)):
+        mine = chosen[(chosen >= first[level]) & (chosen < first[level + 1])] - first[level]
+        if not mine.size:
+            continue
+        kept, descriptors = _orb(len(mine)).compute(image, [keypoints[i] for i in mine])
+        if descriptors is not None:
+            all_points.append(_points(kept, level))
+            all_descriptors.append(np.asarray(descriptors, np.uint8))
+    return np.vstack(all_points), np.vstack(all_descriptors)
+
+
+def _orb(n_features: int) -> cv2.ORB:
+    return cv2.ORB.create(
+        nfeatures=n_features, scaleFactor=SCALE_STEP, nlevels=1, fastThreshold=FAST_THRESHOLD
     )
-    # One detectAndCompute over all candidates: a separate compute() would rebuild the
-    # image pyramid (about 4 ms a 640x480 frame); describing the extra keypoints costs less.
-    keypoints, descriptors = orb.detectAndCompute(gray, None)
-    if descriptors is None or len(keypoints) == 0:
-        return np.zeros((0, 2), np.float32), np.zeros((0, 32), np.uint8)
+
+
+def _points(keypoints: Sequence[cv2.KeyPoint], level: int) -> Points:
+    """Keypoint positions on pyramid ``level``, in pixels of the level-0 image."""
     points = np.asarray(cv2.KeyPoint.convert(keypoints), np.float32).reshape(-1, 2)
-    response = np.fromiter((kp.response for kp in keypoints), np.float32, len(keypoints))
-    chosen = np.asarray(spread(points, response, gray.shape[1], gray.shape[0], n_features))
-    return points[chosen], np.ascontiguousarray(descriptors[chosen], np.uint8)
+    return points * np.float32(SCALE_STEP**level)
+
+
+def _level_quota(n_features: int, levels: int) -> list[int]:
+    """Keypoints per pyramid level, shared as ORB shares them (in proportion to level area)."""
+    factor = 1 / SCALE_STEP
+    per_level = n_features * (1 - factor) / (1 - factor**levels)
+    quota = []
+    for _ in range(levels - 1):
+        quota.append(round(per_level))
+        per_level *= factor
+    return [*quota, max(0, n_features - sum(quota))]
 
 
 def spread(
     points: Points, response: npt.NDArray[np.float32], width: int, height: int, count: int
-) -> list[int]:
+) -> npt.NDArray[np.int64]:
     """Indices of at most ``count`` keypoints, strongest first within each cell of a grid.
 
     ORB keeps the strongest corners of the whole image, so a busy background
@@ -141,7 +185,7 @@ def spread(
     first = order[rank < quota]
     rest = order[rank >= quota]
     rest = rest[np.argsort(-response[rest], kind="stable")][: max(0, count - len(first))]
-    return [int(i) for i in np.concatenate([first, rest])[:count]]
+    return np.concatenate([first, rest])[:count]
 
 
 def frame_features(image: ImageBGR) -> Features:

@@ -46,8 +46,10 @@ class BinaryLsh:
     Args:
         tables: hash tables; more find more true neighbours and cost more.
         key_bits: bits per key, at most 16 (bucket starts are a table of 2**key_bits).
-        max_bucket: at most this many entries of one bucket are compared, so a
-            bucket of very common descriptors cannot blow up the cost.
+        max_bucket: at most this many entries of one bucket are compared (a random
+            sample of it), so a bucket of very common descriptors cannot blow up the
+            cost. At 100 targets 6 compares 17 % fewer candidates than 8 for as
+            many target frames found in ``eval-targets`` (84.2 vs 84.4 %); 4: 82.8 %.
     """
 
     def __init__(
@@ -56,7 +58,7 @@ class BinaryLsh:
         groups: Ints,
         tables: int = 16,
         key_bits: int = 16,
-        max_bucket: int = 8,
+        max_bucket: int = 6,
         seed: int = 0,
     ) -> None:
         if not 1 <= key_bits <= 16:
@@ -69,9 +71,18 @@ class BinaryLsh:
         self._words = _words(descriptors)
         self.groups = np.asarray(groups, np.int64)
         keys = self._keys(descriptors)  # tables x N
-        order = np.argsort(keys, axis=1, kind="stable")
+        # Within a bucket, entries in random order (another in each table): the max_bucket
+        # compared are then a fair sample of a common bucket, not always the descriptors of
+        # the first targets registered (which cost later ones recall).
+        shuffled = np.stack([rng.permutation(self.size) for _ in range(tables)])
+        order = np.take_along_axis(
+            shuffled,
+            np.argsort(np.take_along_axis(keys, shuffled, axis=1), axis=1, kind="stable"),
+            axis=1,
+        )
         sorted_keys = np.take_along_axis(keys, order, axis=1)
-        self._order = order.ravel()  # table t's entries at [t * N, (t + 1) * N)
+        # table t's entries at [t * N, (t + 1) * N), each its group << 32 | its row
+        self._entries = ((self.groups[order] << 32) | order).ravel()
         every_key = np.arange((1 << key_bits) + 1)
         self._first = np.concatenate(  # flat: table t's bucket starts at [t * (2**bits + 1), ...)
             [np.searchsorted(row, every_key) + t * self.size for t, row in enumerate(sorted_keys)]
@@ -102,14 +113,14 @@ class BinaryLsh:
         if total == 0:
             return Neighbours(index, best, other)
         offset = np.cumsum(count) - count
-        candidate = np.take(self._order, np.repeat(start - offset, count) + np.arange(total))
+        entry = np.take(self._entries, np.repeat(start - offset, count) + np.arange(total))
+        candidate = entry & 0xFFFFFFFF
         per_query = count.reshape(n, -1).sum(axis=1)
-        asker = np.repeat(np.arange(n), per_query)
-        mine = np.take(self._words, candidate, axis=0)
-        theirs = np.take(_words(descriptors), asker, axis=0)
-        distance = np.bitwise_count(mine[:, 0] ^ theirs[:, 0]).astype(np.int64)
+        differ = np.take(self._words, candidate, axis=0)
+        differ ^= np.repeat(_words(descriptors), per_query, axis=0)
+        distance = np.bitwise_count(differ[:, 0]).astype(np.int64)
         for column in range(1, 4):  # column by column: much faster than .sum(axis=1)
-            distance += np.bitwise_count(mine[:, column] ^ theirs[:, column])
+            distance += np.bitwise_count(differ[:, column])
         # Rows are grouped by query: one reduceat finds each query's nearest (distance, index).
         asked = np.flatnonzero(per_query)
         heads = np.cumsum(per_query)[asked] - per_query[asked]
@@ -118,7 +129,7 @@ class BinaryLsh:
         index[asked] = nearest & 0xFFFFFFFF
         best[asked] = nearest >> 32
         # Nearest of another group: the same, with rows of the nearest's group masked out.
-        same = np.take(self.groups, candidate) == np.take(self.groups, np.take(index, asker))
+        same = entry >> 32 == np.repeat(np.take(self.groups, index[asked]), per_query[asked])
         masked = np.where(same, np.int64(NO_MATCH) << 32, packed)
         other[asked] = np.minimum.reduceat(masked, heads) >> 32
         return Neighbours(index, best, other)

@@ -1,13 +1,23 @@
 import cv2
 import numpy as np
 import pytest
+from object_scenes import PERSPECTIVE, frame_with
 
 from detectors.objects.features import (
+    FAST_THRESHOLD,
+    FRAME_FEATURES,
+    FRAME_LEVELS,
     MIN_KEYPOINTS,
+    OVERSAMPLE,
+    REF_LEVELS,
     REF_SIDE,
+    SCALE_STEP,
     TargetError,
+    describe,
     frame_features,
     reference_features,
+    spread,
+    to_gray,
 )
 from detectors.objects.synth import cover_product
 
@@ -65,3 +75,20 @@ def test_frame_features_are_in_pixels_of_the_frame_as_received():
     features = frame_features(large)
     assert (features.width, features.height) == (1280, 1600)
     assert features.points[:, 0].max() > 700  # mapped back from the downscaled copy
+
+
+@pytest.mark.parametrize(("levels", "count"), [(FRAME_LEVELS, FRAME_FEATURES), (REF_LEVELS, 500)])
+def test_describe_keeps_what_one_orb_over_the_pyramid_and_the_spread_would(levels, count):
+    gray = to_gray(frame_with(COVER, PERSPECTIVE))
+    orb = cv2.ORB.create(OVERSAMPLE * count, SCALE_STEP, levels, fastThreshold=FAST_THRESHOLD)
+    keypoints, descriptors = orb.detectAndCompute(gray, None)
+    points = np.asarray(cv2.KeyPoint.convert(keypoints), np.float32)
+    response = np.array([kp.response for kp in keypoints], np.float32)
+    chosen = spread(points, response, gray.shape[1], gray.shape[0], count)
+    expected = {bytes(d) for d in descriptors[chosen]}
+    got_points, got = describe(gray, count, levels)
+    assert len(got) == len(chosen)
+    assert {bytes(d) for d in got} == expected
+    np.testing.assert_allclose(  # sorted per column: the same positions, in any order
+        np.sort(got_points, axis=0), np.sort(points[chosen], axis=0), atol=0.5
+    )

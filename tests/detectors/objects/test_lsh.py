@@ -57,3 +57,16 @@ def test_bucket_size_is_bounded():
     near = lsh.query(same[:2])
     assert (near.distance == 0).all()
     assert (near.index < 1000).all()
+
+
+def test_a_full_bucket_is_sampled_fairly_not_by_registration_order():
+    same = np.zeros((1000, 32), np.uint8)  # one bucket of 1000 in every table
+    found = [
+        int(
+            BinaryLsh(same, np.arange(1000), tables=4, max_bucket=5, seed=seed)
+            .query(same[:1])
+            .index[0]
+        )
+        for seed in range(5)
+    ]
+    assert max(found) >= 5  # not always the first max_bucket descriptors
