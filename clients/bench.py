@@ -60,6 +60,7 @@ from detectors.card import ModelCard, find_card, list_cards
 from detectors.core import ImageBGR
 from detectors.onnx_detector import InputBuffers, OnnxDetector, letterbox
 from stream.images import image_decoder, video_frame_decoder
+from stream.session import decode_for
 
 FPS = 15.0
 FRAME_MS = 1000.0 / FPS
@@ -780,7 +781,7 @@ def frame_message(detections: list[dict[str, object]], index: int) -> dict[str, 
 STAGE_PATHS = {
     "VP8 decode": "webrtc",
     "H264 decode": "webrtc (H.264)",
-    "YUV->BGR (to_ndarray)": "webrtc",
+    "YUV->BGR": "webrtc",
     "JPEG decode (imdecode)": "websocket",
 }
 """Stages only one transport has; every other stage is on both paths."""
@@ -816,13 +817,14 @@ def pipeline_rows(
 
     detector = OnnxDetector(find_card(tier, "int8"), threads=1)
     buffers = InputBuffers(detector.card.input)  # reused frame after frame, as the server does
+    side = max(detector.card.input.width, detector.card.input.height)
     clips = [encoded_clip(w, h, n_frames) for w, h in sizes]
     times: dict[tuple[int, int], defaultdict[str, list[float]]] = {
         clip.size: defaultdict(list) for clip in clips
     }
     for r in range(rounds):
         for clip in clips[r % len(clips) :] + clips[: r % len(clips)]:
-            stages, (w, h) = times[clip.size], clip.size
+            stages = times[clip.size]
             voter = make_voter("balanced")
             yuv: list[av.VideoFrame] = []
             for codec, packets in clip.video.items():
@@ -831,15 +833,19 @@ def pipeline_rows(
                 yuv = frames if codec == "vp8" else yuv
             for i, (frame, jpeg) in enumerate(zip(yuv, clip.jpegs, strict=False)):
                 laps = Laps(stages)
-                video_frame_decoder(frame)()
-                laps.lap("YUV->BGR (to_ndarray)")
-                image = image_decoder(jpeg)()  # the websocket path: header check, imdecode
+                decode_for(video_frame_decoder(frame), side)
+                laps.lap("YUV->BGR")
+                # the websocket path: header check, imdecode (both at half size where the
+                # session decodes so)
+                image = decode_for(image_decoder(jpeg), side)[0]
                 laps.lap("JPEG decode (imdecode)")
                 tensor, box_map = letterbox(image, detector.card, buffers)
                 laps.lap("letterbox")
                 heatmap, boxes = detector.infer(tensor)
                 laps.lap(f"inference int8 {tier} (1 thread)")
-                detections = detector.detections(heatmap, boxes, box_map, w, h)
+                detections = detector.detections(
+                    heatmap, boxes, box_map, image.shape[1], image.shape[0]
+                )
                 laps.lap("output decode (peaks, NMS)")
                 update = voter.update(detections, i / FPS)
                 laps.lap("voting (balanced)")

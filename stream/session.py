@@ -85,6 +85,16 @@ class ProcessedFrame:
     host_latency: float
 
 
+def decode_for(decode: Callable[[], ImageBGR], side: int | None) -> tuple[ImageBGR, int, int]:
+    """The frame's image and its size as received. A :class:`HalvableDecode` frame whose
+    longer side is at least twice ``side`` (what the detector uses; ``None``: unknown) is
+    decoded at half size: the detector would shrink it anyway."""
+    if isinstance(decode, HalvableDecode) and side and max(decode.width, decode.height) >= 2 * side:
+        return decode.half(), decode.width, decode.height
+    image = decode()
+    return image, image.shape[1], image.shape[0]
+
+
 def error_message(code: str, message: str) -> Message:
     return {"type": "error", "code": code, "message": message}
 
@@ -307,24 +317,12 @@ class Session:
     def _process(self, pending: PendingFrame) -> ProcessedFrame:
         """Decode and detect; runs in the executor."""
         started = time.perf_counter()
-        image, width, height = self._decode(pending.decode)
+        side = self._view_side() if self._view_side else None
+        image, width, height = decode_for(pending.decode, side)
         view, scale = camera_view(self.simulator.profile, image)
         scale *= image.shape[1] / width  # decoded smaller than received
         detections = to_received(self.detector.detect(view), scale)
         return ProcessedFrame(pending, width, height, detections, time.perf_counter() - started)
-
-    def _decode(self, decode: Callable[[], ImageBGR]) -> tuple[ImageBGR, int, int]:
-        """The frame's image (at half size where that loses nothing the detector uses) and
-        its size as received."""
-        side = self._view_side
-        if (
-            isinstance(decode, HalvableDecode)
-            and side
-            and max(decode.width, decode.height) >= 2 * side()
-        ):
-            return decode.half(), decode.width, decode.height
-        image = decode()
-        return image, image.shape[1], image.shape[0]
 
     async def _publish(
         self,
