@@ -45,6 +45,10 @@ SCALE_STEP = 1.2
 """Scale between ORB pyramid levels."""
 FAST_THRESHOLD = 12
 """ORB's FAST corner threshold (grey levels)."""
+SCORE_TYPE = cv2.ORB_FAST_SCORE
+"""How ORB ranks its corners (and :func:`spread` within a cell): by FAST's own score, not
+Harris's. In ``eval-targets`` it found the target in 89.3 % of target frames instead of
+84.4 % (recall 87 instead of 80 of 93 clips, no wrong frame) and skips the Harris pass."""
 OVERSAMPLE = 2
 """ORB detects this many times the keypoints wanted, then :func:`spread` picks among them."""
 GRID = (8, 6)
@@ -145,7 +149,11 @@ def describe(gray: Gray, n_features: int, levels: int = REF_LEVELS) -> tuple[Poi
 
 def _orb(n_features: int) -> cv2.ORB:
     return cv2.ORB.create(
-        nfeatures=n_features, scaleFactor=SCALE_STEP, nlevels=1, fastThreshold=FAST_THRESHOLD
+        nfeatures=n_features,
+        scaleFactor=SCALE_STEP,
+        nlevels=1,
+        fastThreshold=FAST_THRESHOLD,
+        scoreType=SCORE_TYPE,
     )
 
 

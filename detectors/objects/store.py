@@ -42,7 +42,9 @@ from detectors.objects.index import Target
 log = logging.getLogger(__name__)
 
 FORMAT = 1
-FEATURE_VERSION = f"orb-{REF_SIDE}-{'-'.join(map(str, REF_FEATURES))}-grid{GRID[0]}x{GRID[1]}"
+FEATURE_VERSION = (
+    f"orb-{REF_SIDE}-{'-'.join(map(str, REF_FEATURES))}-grid{GRID[0]}x{GRID[1]}-fastscore"
+)
 """Changes whenever cached features would differ; older caches are recomputed on load."""
 STORED_SIDE = 1024
 """Reference photos are stored shrunk to this longer side."""

@@ -12,6 +12,7 @@ from detectors.objects.features import (
     REF_LEVELS,
     REF_SIDE,
     SCALE_STEP,
+    SCORE_TYPE,
     TargetError,
     describe,
     frame_features,
@@ -80,7 +81,9 @@ def test_frame_features_are_in_pixels_of_the_frame_as_received():
 @pytest.mark.parametrize(("levels", "count"), [(FRAME_LEVELS, FRAME_FEATURES), (REF_LEVELS, 500)])
 def test_describe_keeps_what_one_orb_over_the_pyramid_and_the_spread_would(levels, count):
     gray = to_gray(frame_with(COVER, PERSPECTIVE))
-    orb = cv2.ORB.create(OVERSAMPLE * count, SCALE_STEP, levels, fastThreshold=FAST_THRESHOLD)
+    orb = cv2.ORB.create(
+        OVERSAMPLE * count, SCALE_STEP, levels, fastThreshold=FAST_THRESHOLD, scoreType=SCORE_TYPE
+    )
     keypoints, descriptors = orb.detectAndCompute(gray, None)
     points = np.asarray(cv2.KeyPoint.convert(keypoints), np.float32)
     response = np.array([kp.response for kp in keypoints], np.float32)
