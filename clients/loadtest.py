@@ -111,20 +111,25 @@ class ClipTrack(VideoStreamTrack):
     a loop at ``fps``; aiortc's sender packetizes ``av.Packet`` as is. Remembers its start.
 
     Every ``recv`` returns a new ``av.Packet``: tracks share the bytes, never a packet,
-    whose ``pts`` is per stream.
+    whose ``pts`` is per stream. :meth:`request_keyframe` answers a receiver's keyframe
+    request (PLI) as a browser does, with the next frame: the clip starts over.
     """
 
     def __init__(self, packets: list[bytes], fps: float) -> None:
         super().__init__()
         self.packets, self.fps = packets, fps
         self.n = 0
+        self.first = 0  # the frame at which the clip last started
         self.origin: float | None = None
+
+    def request_keyframe(self) -> None:
+        self.first = self.n
 
     async def recv(self) -> av.Packet[Any]:  # type: ignore[override]
         if self.origin is None:
             self.origin = time.monotonic()
         await asyncio.sleep(max(0.0, self.origin + self.n / self.fps - time.monotonic()))
-        packet = av.Packet(self.packets[self.n % len(self.packets)])
+        packet = av.Packet(self.packets[(self.n - self.first) % len(self.packets)])
         packet.pts = round(self.n * VIDEO_CLOCK / self.fps)
         packet.time_base = Fraction(1, VIDEO_CLOCK)
         self.n += 1
@@ -141,6 +146,18 @@ def vp8_clip(images: list[ImageBGR], fps: float) -> list[bytes]:
     return [bytes(p) for p in packets]
 
 
+def send_clip(pc: RTCPeerConnection, track: ClipTrack) -> RTCRtpSender:
+    """Send ``track`` on ``pc`` as VP8 (the clip's codec), restarting the clip when the
+    receiver asks for a keyframe."""
+    vp8 = [c for c in RTCRtpSender.getCapabilities("video").codecs if c.mimeType == "video/VP8"]
+    transceiver = pc.addTransceiver(track, direction="sendonly")
+    transceiver.setCodecPreferences(vp8)
+    # aiortc's sender forces a keyframe only on frames it encodes itself; without this, a
+    # server that drops frames up to a keyframe would wait for the clip's next loop (2 s).
+    setattr(transceiver.sender, "_send_keyframe", track.request_keyframe)  # noqa: B010
+    return transceiver.sender
+
+
 async def webrtc_stream(
     url: str, packets: list[bytes], fps: float, stop: float, stats: StreamStats
 ) -> None:
@@ -150,8 +167,7 @@ async def webrtc_stream(
     channel.on(
         "message", lambda raw: stats.on_message(json.loads(raw), track.origin or time.monotonic())
     )
-    vp8 = [c for c in RTCRtpSender.getCapabilities("video").codecs if c.mimeType == "video/VP8"]
-    pc.addTransceiver(track, direction="sendonly").setCodecPreferences(vp8)  # the clip's codec
+    send_clip(pc, track)
     try:
         await pc.setLocalDescription(await pc.createOffer())
         body = {"sdp": pc.localDescription.sdp, "type": "offer"}

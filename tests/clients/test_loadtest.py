@@ -1,12 +1,15 @@
-"""The load generator survives a server that drops one of its streams."""
+"""The load generator survives a server that drops one of its streams, and answers a keyframe
+request as a browser does."""
 
 import asyncio
 import json
 import time
 
+from aiortc import RTCPeerConnection
+from aiortc.rtp import RTCP_PSFB_PLI, RtcpPsfbPacket
 from websockets.asyncio.server import ServerConnection, serve
 
-from clients.loadtest import StreamStats, websocket_stream
+from clients.loadtest import ClipTrack, StreamStats, send_clip, websocket_stream
 
 
 async def test_a_websocket_stream_closed_by_the_server_is_counted_lost_not_raised() -> None:
@@ -26,3 +29,18 @@ async def test_a_websocket_stream_closed_by_the_server_is_counted_lost_not_raise
         )
     assert stats.lost
     assert 3 <= stats.sent < 50
+
+
+async def test_a_keyframe_request_starts_the_clip_over_at_its_keyframe() -> None:
+    track = ClipTrack([b"key", b"inter1", b"inter2"], fps=1000.0)
+    pc = RTCPeerConnection()
+    try:
+        sender = send_clip(pc, track)
+        sent = [bytes(await track.recv()) for _ in range(2)]
+        await sender._handle_rtcp_packet(RtcpPsfbPacket(fmt=RTCP_PSFB_PLI, ssrc=1, media_ssrc=2))
+        after = [await track.recv() for _ in range(2)]
+    finally:
+        await pc.close()
+    assert sent == [b"key", b"inter1"]
+    assert [bytes(p) for p in after] == [b"key", b"inter1"]
+    assert [p.pts for p in after] == [2 * 90, 3 * 90]  # the stream's clock goes on
