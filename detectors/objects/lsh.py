@@ -6,7 +6,7 @@ apart share a key in at least one table with high probability. The tables are
 sorted arrays, so a batch of queries is a handful of ``searchsorted`` calls and
 one vectorised Hamming computation over the candidates (``np.bitwise_count``):
 no per-query Python work and no hash-map lookups. OpenCV's FLANN LSH spends
-about 10 µs a query in bucket lookups, which is over budget for 1200 queries a
+about 10 µs a query in bucket lookups, which is over budget for 1400 queries a
 frame; this does the same batch in a few milliseconds.
 """
 
