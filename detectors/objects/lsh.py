@@ -67,7 +67,8 @@ class BinaryLsh:
         self.size = len(descriptors)
         self.max_bucket = max_bucket
         self._bits = np.stack([rng.choice(256, key_bits, replace=False) for _ in range(tables)])
-        self._weights = (1 << np.arange(key_bits, dtype=np.int64)).astype(np.int64)
+        # float32: the product runs in BLAS (a quarter faster), exact for keys below 2**24.
+        self._weights = (2.0 ** np.arange(key_bits)).astype(np.float32)
         self._words = _words(descriptors)
         self.groups = np.asarray(groups, np.int64)
         keys = self._keys(descriptors)  # tables x N
@@ -93,7 +94,8 @@ class BinaryLsh:
         out = np.empty((len(self._bits), len(descriptors)), np.int64)
         for start in range(0, len(descriptors), _CHUNK):
             bits = np.unpackbits(descriptors[start : start + _CHUNK], axis=1)
-            out[:, start : start + _CHUNK] = (np.take(bits, self._bits, axis=1) @ self._weights).T
+            chosen = np.take(bits, self._bits, axis=1).astype(np.float32)
+            out[:, start : start + _CHUNK] = (chosen @ self._weights).T
         return out
 
     def query(self, descriptors: Descriptors) -> Neighbours:
