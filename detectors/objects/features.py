@@ -166,7 +166,8 @@ def _points(keypoints: Sequence[cv2.KeyPoint], level: int) -> Points:
 
 
 def _level_quota(n_features: int, levels: int) -> list[int]:
-    """Keypoints per pyramid level, shared as ORB shares them (in proportion to level area)."""
+    """Keypoints per pyramid level, shared as ORB shares them: each level 1 / SCALE_STEP
+    as many as the one above, the rest to the last."""
     factor = 1 / SCALE_STEP
     per_level = n_features * (1 - factor) / (1 - factor**levels)
     quota = []
