@@ -40,8 +40,9 @@ NO_MATCH = 257
 class BinaryLsh:
     """An immutable LSH index over ``descriptors`` (N x 32 uint8), each in group ``groups[i]``.
 
-    Each table is the descriptors' indices sorted by key plus, for every
-    possible key, where its bucket starts: a lookup is two array reads.
+    Each table is the descriptors' rows (each packed with its group) sorted by
+    key, in random order within a key, plus, for every possible key, where its
+    bucket starts: a lookup is two array reads.
 
     Args:
         tables: hash tables; more find more true neighbours and cost more.
