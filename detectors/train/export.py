@@ -20,10 +20,16 @@ import torch
 from detectors.card import MODELS_DIR, update_card, write_card
 from detectors.quantize import QuantSettings, TensorReader, card_preprocess, quantize_model
 from detectors.synth.scenes import render_scene
-from detectors.train.model import STRIDE, TIERS, FuNet, count_macs_params, materialize
+from detectors.train.model import (
+    STRIDE,
+    TIERS,
+    FuNet,
+    count_macs_params,
+    input_size,
+    materialize,
+)
 
 INPUT_NAME = "images"
-WIDTH, HEIGHT = 320, 240
 THRESHOLD = 0.6
 """Picked on training-split scenes: per-frame recall 0.87 at 2% of look-alike frames firing."""
 CALIBRATION_SEED = 5_000_000
@@ -31,15 +37,17 @@ KEEP_FP32 = ("/stem/stem.0/Conv",)
 """The first conv (3 input channels) runs slower in INT8 than in FP32 on AVX2 CPUs."""
 
 
-def base_card(tier: str, precision: str, train_info: dict[str, Any]) -> dict[str, Any]:
+def base_card(
+    tier: str, precision: str, size: tuple[int, int], train_info: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "tier": tier,
         "precision": precision,
         "classes": ["fu"],
         "input": {
             "name": INPUT_NAME,
-            "width": WIDTH,
-            "height": HEIGHT,
+            "width": size[0],
+            "height": size[1],
             "layout": "NCHW",
             "scale": 1 / 255,
             "pad_value": 114,
@@ -52,8 +60,8 @@ def base_card(tier: str, precision: str, train_info: dict[str, Any]) -> dict[str
     }
 
 
-def export_fp32(model: FuNet, path: Path) -> None:
-    dummy = torch.zeros(1, 3, HEIGHT, WIDTH)
+def export_fp32(model: FuNet, size: tuple[int, int], path: Path) -> None:
+    dummy = torch.zeros(1, 3, size[1], size[0])
     torch.onnx.export(
         model,
         (dummy,),
@@ -102,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
         "steps": checkpoint["steps"],
         "batch": train_args["batch"],
         "supernet": "slimmable widths s=0.5 m=0.75 l=1.0, switchable BN, sandwich rule, "
-        "in-place distillation from l",
+        "in-place distillation from l to m; s runs and trains at half the input side",
         "note": args.note,
         "command": "python -m detectors.train.train "
         + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in train_args.items() if k != "out"),
@@ -114,11 +122,12 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     for tier in args.tiers:
         model = materialize(supernet, tier)
-        macs, params = count_macs_params(model, HEIGHT, WIDTH)
+        size = input_size(tier, train_args["width"], train_args["height"])
+        macs, params = count_macs_params(model, size[1], size[0])
         paths = {p: args.out / f"fu_{tier}.{p}.onnx" for p in ("fp32", "int8")}
-        export_fp32(model, paths["fp32"])
+        export_fp32(model, size, paths["fp32"])
         for precision, path in paths.items():
-            card = base_card(tier, precision, train_info) | {"macs": macs, "params": params}
+            card = base_card(tier, precision, size, train_info) | {"macs": macs, "params": params}
             if precision == "int8":
                 card |= {"fp32_model": paths["fp32"].name, "quantization": quant_info}
             write_card(path.with_suffix(".json"), card)

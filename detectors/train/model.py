@@ -20,10 +20,18 @@ from torch import nn
 STRIDE = 8
 TIERS = ("s", "m", "l")
 WIDTH = {"s": 0.5, "m": 0.75, "l": 1.0}
+INPUT_SCALE = {"s": 0.5, "m": 1.0, "l": 1.0}
+"""Each tier's input side as a fraction of the widest tier's: the smallest trades
+resolution for speed (a quarter of the pixels), so it also trains on shrunk scenes."""
 BASE_CHANNELS = {"c1": 16, "c2": 32, "c4": 64, "c8": 80, "c16": 96, "neck": 64}
 BOX_SCALE = 16.0
 """The box branch predicts distances / BOX_SCALE, which keeps its raw outputs near 1."""
 HEAT_PRIOR = 0.01
+
+
+def input_size(tier: str, width: int, height: int) -> tuple[int, int]:
+    """``(width, height)`` of ``tier``'s input when the widest tier takes ``width x height``."""
+    return round(width * INPUT_SCALE[tier]), round(height * INPUT_SCALE[tier])
 
 
 def channels(tier: str) -> dict[str, int]:

@@ -56,25 +56,40 @@ def make_targets(boxes: Boxes, height: int, width: int) -> tuple[Array, Array, A
     return heat, ltrb, weight
 
 
-def _scene(seed: int, width: int, height: int, split: Split) -> tuple[npt.NDArray[np.uint8], Array]:
+def _scene(
+    seed: int, width: int, height: int, split: Split, scales: tuple[float, ...]
+) -> tuple[npt.NDArray[np.uint8], list[Array]]:
     image, boxes = render_scene(seed, width, height, split, "mixed")
-    heat, ltrb, weight = make_targets(boxes, height, width)
     rgb = np.ascontiguousarray(image[:, :, ::-1].transpose(2, 0, 1))
-    return rgb, np.concatenate([heat[None], ltrb, weight[None]])
+    targets = []
+    for scale in scales:
+        shrunk = boxes * scale
+        heat, ltrb, weight = make_targets(shrunk, round(height * scale), round(width * scale))
+        targets.append(np.concatenate([heat[None], ltrb, weight[None]]))
+    return rgb, targets
 
 
 def generate(
-    seeds: range, width: int, height: int, split: Split = "train"
-) -> tuple[npt.NDArray[np.uint8], Array]:
-    """Scenes for ``seeds`` as ``(N, 3, H, W)`` RGB uint8 and targets ``(N, 6, H/8, W/8)``.
+    seeds: range,
+    width: int,
+    height: int,
+    split: Split = "train",
+    scales: tuple[float, ...] = (1.0,),
+) -> tuple[npt.NDArray[np.uint8], list[Array]]:
+    """Scenes for ``seeds`` as ``(N, 3, H, W)`` RGB uint8, and targets for each of ``scales``.
 
-    Target channels: heat, l, t, r, b, box weight.
+    The targets at scale ``k`` are ``(N, 6, kH/8, kW/8)`` and describe the scene
+    shrunk by ``k`` (a tier that runs at a lower input resolution). Target
+    channels: heat, l, t, r, b, box weight.
     """
-    results = [_scene(s, width, height, split) for s in seeds]
-    return np.stack([r[0] for r in results]), np.stack([r[1] for r in results])
+    results = [_scene(s, width, height, split, scales) for s in seeds]
+    images = np.stack([r[0] for r in results])
+    return images, [np.stack([r[1][i] for r in results]) for i in range(len(scales))]
 
 
-def _generate_chunk(job: tuple[range, int, int, Split]) -> tuple[npt.NDArray[np.uint8], Array]:
+def _generate_chunk(
+    job: tuple[range, int, int, Split, tuple[float, ...]],
+) -> tuple[npt.NDArray[np.uint8], list[Array]]:
     return generate(*job)
 
 
@@ -83,9 +98,17 @@ def _single_threaded() -> None:
 
 
 def generate_parallel(
-    seeds: range, width: int, height: int, split: Split, workers: int, chunk: int = 256
-) -> Iterator[tuple[npt.NDArray[np.uint8], Array]]:
+    seeds: range,
+    width: int,
+    height: int,
+    split: Split,
+    workers: int,
+    scales: tuple[float, ...] = (1.0,),
+    chunk: int = 256,
+) -> Iterator[tuple[npt.NDArray[np.uint8], list[Array]]]:
     """:func:`generate` in ``workers`` processes, yielding chunks in seed order as they are done."""
-    jobs = [(seeds[i : i + chunk], width, height, split) for i in range(0, len(seeds), chunk)]
+    jobs = [
+        (seeds[i : i + chunk], width, height, split, scales) for i in range(0, len(seeds), chunk)
+    ]
     with Pool(workers, initializer=_single_threaded) as pool:
         yield from pool.imap(_generate_chunk, jobs)

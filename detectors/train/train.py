@@ -1,8 +1,10 @@
 """Train the slimmable 福 supernet on generated scenes (all tiers at once).
 
 Every step follows the sandwich rule over the three tiers: the widest learns
-from the labels, the narrower ones from the labels and from the widest's
-outputs (in-place distillation). Each tier keeps its own batch-norm statistics.
+from the labels, the narrower ones from the labels and, where they run at the
+widest's input size, from its outputs (in-place distillation). The smallest
+tier runs at half the input side (``model.INPUT_SCALE``) and learns from the
+labels of the shrunk scenes. Each tier keeps its own batch-norm statistics.
 
 GPU:  python -m detectors.train.train --device cuda --images 120000 --minutes 5 --workers 16
 CPU:  python -m detectors.train.train --device cpu --images 4000 --minutes 60 --workers 2
@@ -21,12 +23,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from detectors.train.model import BOX_SCALE, STRIDE, TIERS, FuNet
+from detectors.train.model import BOX_SCALE, INPUT_SCALE, STRIDE, TIERS, FuNet
 from detectors.train.targets import generate_parallel
 
 KD_WEIGHT = 1.0
 GIOU_WEIGHT = 2.0
 L1_WEIGHT = 0.2
+SCALES = tuple(sorted(set(INPUT_SCALE.values()), reverse=True))
+"""Input scales the tiers run at; scenes are rendered at the first (1.0) and shrunk."""
 
 
 def focal_loss(logits: torch.Tensor, heat: torch.Tensor) -> torch.Tensor:
@@ -82,6 +86,14 @@ def distill_loss(
     return heat_kd + box_kd
 
 
+def at_scale(x: torch.Tensor, scale: float) -> torch.Tensor:
+    """``x`` shrunk by ``scale`` with a box filter, as the detector's letterbox shrinks frames."""
+    if scale == 1.0:
+        return x
+    size = (round(x.shape[-2] * scale), round(x.shape[-1] * scale))
+    return F.interpolate(x, size=size, mode="area")
+
+
 def augment(images: torch.Tensor) -> torch.Tensor:
     """uint8 NCHW RGB to float in [0, 1], with per-image brightness, contrast and greyness."""
     x = images.float() / 255
@@ -103,31 +115,41 @@ class SceneStream:
     """
 
     def __init__(self, args: argparse.Namespace, device: torch.device) -> None:
-        h, w = -(-args.height // STRIDE), -(-args.width // STRIDE)
         self.images = torch.empty(
             (args.images, 3, args.height, args.width), dtype=torch.uint8, device=device
         )
-        self.targets = torch.empty((args.images, 6, h, w), device=device)
+        self.targets = {
+            scale: torch.empty(
+                (args.images, 6, *target_shape(args.height, args.width, scale)), device=device
+            )
+            for scale in SCALES
+        }
         self.ready = 0
         seeds = range(args.seed, args.seed + args.images)
-        chunks = generate_parallel(seeds, args.width, args.height, "train", args.workers)
+        chunks = generate_parallel(seeds, args.width, args.height, "train", args.workers, SCALES)
         self._thread = threading.Thread(target=self._fill, args=(chunks,), daemon=True)
         self._thread.start()
 
-    def _fill(self, chunks: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
+    def _fill(self, chunks: Iterator[tuple[np.ndarray, list[np.ndarray]]]) -> None:
         for images, targets in chunks:
             end = self.ready + len(images)
             self.images[self.ready : end].copy_(torch.from_numpy(images))
-            self.targets[self.ready : end].copy_(torch.from_numpy(targets))
+            for scale, scaled in zip(SCALES, targets, strict=True):
+                self.targets[scale][self.ready : end].copy_(torch.from_numpy(scaled))
             self.ready = end
 
     def wait_for(self, count: int) -> None:
         while self.ready < count and self._thread.is_alive():
             time.sleep(0.5)
 
-    def batch(self, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def batch(self, size: int) -> tuple[torch.Tensor, dict[float, torch.Tensor]]:
         idx = torch.randint(0, self.ready, (size,), device=self.images.device)
-        return self.images[idx], self.targets[idx]
+        return self.images[idx], {scale: t[idx] for scale, t in self.targets.items()}
+
+
+def target_shape(height: int, width: int, scale: float) -> tuple[int, int]:
+    """The output map's ``(h, w)`` for a ``height x width`` scene shrunk by ``scale``."""
+    return -(-round(height * scale) // STRIDE), -(-round(width * scale) // STRIDE)
 
 
 def load_prefix(model: FuNet, state: dict[str, torch.Tensor]) -> None:
@@ -148,8 +170,16 @@ def train(args: argparse.Namespace) -> None:
     torch.manual_seed(args.seed)
     start = time.time()
     val_seeds = range(10**9, 10**9 + args.val)
-    val_chunks = list(generate_parallel(val_seeds, args.width, args.height, "eval", args.workers))
-    val = [torch.from_numpy(np.concatenate([c[i] for c in val_chunks])).to(device) for i in (0, 1)]
+    val_chunks = list(
+        generate_parallel(val_seeds, args.width, args.height, "eval", args.workers, SCALES)
+    )
+    val = (
+        torch.from_numpy(np.concatenate([c[0] for c in val_chunks])).to(device),
+        {
+            scale: torch.from_numpy(np.concatenate([c[1][i] for c in val_chunks])).to(device)
+            for i, scale in enumerate(SCALES)
+        },
+    )
     stream = SceneStream(args, device)
     stream.wait_for(min(args.images, args.min_ready))
     print(f"{stream.ready} scenes ready after {time.time() - start:.0f}s", flush=True)
@@ -180,14 +210,17 @@ def train(args: argparse.Namespace) -> None:
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
             model.set_tier("l")
             teacher = model(x)
-            loss = detection_loss(*(t.float() for t in teacher), y)
+            loss = detection_loss(*(t.float() for t in teacher), y[1.0])
             losses["l"] = loss.item() if step % 100 == 0 else 0.0
             for tier in ("m", "s"):
                 model.set_tier(tier)
-                heat, box = (t.float() for t in model(x))
-                tier_loss = detection_loss(heat, box, y) + KD_WEIGHT * distill_loss(
-                    heat, box, (teacher[0].float(), teacher[1].float()), y
-                )
+                scale = INPUT_SCALE[tier]
+                heat, box = (t.float() for t in model(at_scale(x, scale)))
+                tier_loss = detection_loss(heat, box, y[scale])
+                if scale == 1.0:  # the widest tier's outputs are only comparable at its own scale
+                    tier_loss = tier_loss + KD_WEIGHT * distill_loss(
+                        heat, box, (teacher[0].float(), teacher[1].float()), y[1.0]
+                    )
                 loss = loss + tier_loss
                 losses[tier] = tier_loss.item() if step % 100 == 0 else 0.0
         loss.backward()
@@ -214,18 +247,22 @@ def train(args: argparse.Namespace) -> None:
 
 
 @torch.no_grad()
-def evaluate_loss(model: FuNet, val: list[torch.Tensor]) -> dict[str, float]:
-    """Detection loss of each tier on held-out scenes (BN in eval mode)."""
+def evaluate_loss(
+    model: FuNet, val: tuple[torch.Tensor, dict[float, torch.Tensor]]
+) -> dict[str, float]:
+    """Detection loss of each tier on held-out scenes at its input scale (BN in eval mode)."""
+    images, targets = val
     model.eval()
     result = {}
     for tier in TIERS:
         model.set_tier(tier)
+        scale = INPUT_SCALE[tier]
         total = 0.0
-        for i in range(0, len(val[0]), 256):
-            x = (val[0][i : i + 256].float() / 255).contiguous(memory_format=torch.channels_last)
-            heat, box = model(x)
-            total += detection_loss(heat.float(), box.float(), val[1][i : i + 256]).item()
-        result[tier] = round(total / math.ceil(len(val[0]) / 256), 4)
+        for i in range(0, len(images), 256):
+            x = at_scale(images[i : i + 256].float() / 255, scale)
+            heat, box = model(x.contiguous(memory_format=torch.channels_last))
+            total += detection_loss(heat.float(), box.float(), targets[scale][i : i + 256]).item()
+        result[tier] = round(total / math.ceil(len(images) / 256), 4)
     model.train()
     return result
 
