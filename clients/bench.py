@@ -27,7 +27,6 @@ spread of the per-round ratios, and the load average recorded with each run.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import logging
@@ -51,6 +50,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
+import uvloop
 from av.packet import Packet
 from av.video.codeccontext import VideoCodecContext
 
@@ -999,7 +999,7 @@ def capacity_rows(
         for transport in transports:
             for n in ladder:
                 ws, rtc = (n, 0) if transport == "websocket" else (0, n)
-                result = asyncio.run(measure_load(url, pid, ws, rtc, FPS, duration, 1.0))
+                result = uvloop.run(measure_load(url, pid, ws, rtc, FPS, duration, 1.0))
                 row = capacity_row(result, transport)
                 rows.append(row)
                 time.sleep(1.0)  # let the sessions close

@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 import aioice.ice
+import uvloop
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -108,4 +109,15 @@ def serve(
     if context and not loopback:
         print("(self-signed certificate: accept the browser's warning once per device)", flush=True)
     # SIGTERM/SIGINT: stop accepting, tell clients (on_shutdown), wait at most this long.
-    web.run_app(app, host=host, port=port, ssl_context=context, print=None, shutdown_timeout=5.0)
+    # uvloop: aiortc handles every RTP packet in the event loop, and uvloop's cheaper
+    # socket and callback handling cut the loop's CPU per WebRTC frame by 12-19%
+    # (docs/benchmarks.md).
+    web.run_app(
+        app,
+        host=host,
+        port=port,
+        ssl_context=context,
+        print=None,
+        shutdown_timeout=5.0,
+        loop=uvloop.new_event_loop(),
+    )
