@@ -32,13 +32,13 @@ def run_quantize(*argv: str) -> quantize.Report:
 
 def test_a_carded_detector_gets_an_int8_model_card_and_report(tmp_path: Path, photos: Path) -> None:
     for suffix in (".onnx", ".json"):
-        shutil.copy(MODELS_DIR / f"fu_s.fp32{suffix}", tmp_path)
-    report = run_quantize(str(tmp_path / "fu_s.fp32.onnx"), "--calib", str(photos))
-    int8 = tmp_path / "fu_s.int8.onnx"
+        shutil.copy(MODELS_DIR / f"fu_m.fp32{suffix}", tmp_path)
+    report = run_quantize(str(tmp_path / "fu_m.fp32.onnx"), "--calib", str(photos))
+    int8 = tmp_path / "fu_m.int8.onnx"
     card = read_card(int8.with_suffix(".json"))
-    assert card.precision == "int8" and card.tier == "s"
+    assert card.precision == "int8" and card.tier == "m"
     raw = json.loads(card.path.read_text())
-    assert raw["fp32_model"] == "fu_s.fp32.onnx" and raw["file_size"] == int8.stat().st_size
+    assert raw["fp32_model"] == "fu_m.fp32.onnx" and raw["file_size"] == int8.stat().st_size
     assert "metrics" not in raw  # the FP32 model's numbers are not the INT8 model's
     assert report.photos == 6  # the text file and the broken PNG are skipped
     assert report.int8_bytes < 0.35 * report.fp32_bytes
