@@ -139,12 +139,16 @@ class Pipelines:
     def open(self, options: SessionOptions, send: Send, *, realtime: bool = True) -> Session:
         """A session for one client; ``realtime=False`` runs as fast as the host allows."""
         simulator, detector = self.simulator_for(options)
-        # Scores are weighed relative to the model's own threshold (docs/voting.md).
-        threshold = detector.threshold if isinstance(detector, OnnxDetector) else None
+        # The model's labels are weighed relative to its own threshold, every other
+        # label (a registered target) on the object-scan curve (docs/voting.md).
+        threshold: float | None = None
+        labels: tuple[str, ...] = ()
+        if isinstance(detector, OnnxDetector):
+            threshold, labels = detector.threshold, detector.card.classes
         side = view_side(detector, self.targets)
         if self.targets is not None:
             detector = CombinedDetector(detector, self.targets)
-        voter = make_voter(options.preset, threshold, **options.voting)
+        voter = make_voter(options.preset, threshold, labels, **options.voting)
         return Session(
             detector, voter, simulator, send, self.executor, realtime=realtime, view_side=side
         )

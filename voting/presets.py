@@ -8,12 +8,19 @@ overrides are fields of :class:`SequentialConfig` (or of :class:`KOfNVoter` for
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from voting.core import Voter
 from voting.evidence import ScoreModel
 from voting.kofn import KOfNVoter
-from voting.sequential import SequentialConfig, SequentialVoter, score_model_for_threshold
+from voting.sequential import (
+    DEFAULT_SCORE_MODEL,
+    OBJECT_SCAN_SCORE_MODEL,
+    SequentialConfig,
+    SequentialVoter,
+    score_model_for_threshold,
+)
 from voting.tracker import IouTracker
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -49,7 +56,11 @@ def preset_names() -> list[str]:
 
 
 def make_voter(
-    preset: str = "balanced", detector_threshold: float | None = None, /, **overrides: Any
+    preset: str = "balanced",
+    detector_threshold: float | None = None,
+    detector_labels: Collection[str] = (),
+    /,
+    **overrides: Any,
 ) -> Voter:
     """A fresh voter for one stream: ``preset``'s settings with ``overrides`` applied.
 
@@ -60,6 +71,11 @@ def make_voter(
     ``None`` (unknown detector): the built-in curve as it is. k-of-n counts
     raw scores and ignores it.
 
+    ``detector_labels`` are that detector's classes, for a stream that also
+    carries object-scan targets: those labels get the curve above, and every
+    other label ``OBJECT_SCAN_SCORE_MODEL``. Empty: every label gets the
+    detector's curve.
+
     Raises:
         VotingConfigError: unknown preset, unknown field, wrong type or bad value.
     """
@@ -69,8 +85,14 @@ def make_voter(
         raise VotingConfigError(
             "unknown_preset", f"unknown voting preset {preset!r}; have {preset_names()}"
         )
-    if detector_threshold is not None and "score_model" not in overrides:
-        overrides["score_model"] = score_model_for_threshold(detector_threshold)
+    if "score_model" not in overrides:
+        own = DEFAULT_SCORE_MODEL
+        if detector_threshold is not None:
+            own = score_model_for_threshold(detector_threshold)
+        if detector_labels:
+            overrides["label_score_models"] = dict.fromkeys(detector_labels, own)
+            own = OBJECT_SCAN_SCORE_MODEL
+        overrides["score_model"] = own
     return SequentialVoter(make_config(preset, **overrides))
 
 
@@ -117,6 +139,10 @@ def _check_type(name: str, value: object, expected: object) -> None:
     """``expected`` is a dataclass field's annotation (a string, as annotations are postponed)."""
     if expected is ScoreModel:
         ok = isinstance(value, ScoreModel)
+    elif expected == "Mapping[str, ScoreModel]":
+        ok = isinstance(value, Mapping) and all(
+            isinstance(k, str) and isinstance(m, ScoreModel) for k, m in value.items()
+        )
     elif expected == "int":
         ok = isinstance(value, int) and not isinstance(value, bool)
     else:

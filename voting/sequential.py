@@ -14,9 +14,10 @@ recognized through a few bad frames.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from detectors.core import Box, Detection, Detections, iou
+from detectors.core import Box, Detections, iou
 from voting.core import TrackedDetection, VoteEvent, VoteUpdate
 from voting.evidence import ScoreModel, SprtThresholds
 from voting.smoothing import OneEuroBox, OneEuroConfig
@@ -27,6 +28,14 @@ DEFAULT_THRESHOLD = 0.6
 """The detector threshold the default curve was chosen with (every model's, until dfc33a1)."""
 DEFAULT_SCORE_MODEL = ScoreModel.logistic(*_CURVE)
 """For a detector of threshold 0.6 or unknown; see :func:`score_model_for_threshold`."""
+OBJECT_SCAN_SCORE_MODEL = ScoreModel.logistic(0.5, 1.5, -1.5, 4.0)
+"""For object-scan targets, whose score is a logistic of homography inliers
+(``detectors.objects.index.inlier_score``), not a model's confidence: the
+default curve with a cap of 4 instead of 3, reached from 17 inliers. A
+verified homography is almost never wrong (one wrong frame in the 12,660 of
+eval-targets' default and held-out clips), and a target verified on half the
+frames at 15 fps must still be recognized; one frame still cannot decide
+alone (docs/object_scan.md, Voting)."""
 
 
 def score_model_for_threshold(threshold: float) -> ScoreModel:
@@ -71,7 +80,12 @@ class SequentialConfig:
             much contrary evidence it takes to lose it.
         lose_below: a recognized track whose LLR falls below this is lost.
         min_score: detections scoring lower are ignored (count as no detection).
-        score_model: per-frame LLR of a score, and of a miss.
+        score_model: per-frame LLR of a score, and of a miss, for every label
+            not in ``label_score_models``.
+        label_score_models: the curves of particular labels. A session lists
+            the 福 model's labels here (weighed against its threshold) and
+            gives every other label, a registered object-scan target,
+            ``OBJECT_SCAN_SCORE_MODEL`` as ``score_model``.
         min_iou, max_centre_distance, max_gap, max_tracks: see :class:`IouTracker`.
         smooth_min_cutoff, smooth_beta: see :class:`OneEuroConfig`.
         update_iou: a recognized track gets an ``updated`` event when its
@@ -87,6 +101,7 @@ class SequentialConfig:
     lose_below: float = 0.0
     min_score: float = 0.3
     score_model: ScoreModel = DEFAULT_SCORE_MODEL
+    label_score_models: Mapping[str, ScoreModel] = field(default_factory=dict)
     min_iou: float = 0.3
     max_centre_distance: float = 0.5
     max_gap: float = 1.0
@@ -187,7 +202,8 @@ class SequentialVoter:
                 smoother = OneEuroBox(self._smoothing)
                 state = TrackEvidence(smoother, smoother.update(track.box, t), track.box)
                 self._evidence[track.id] = state
-            self._accumulate(state, det, t)
+            model = self.config.label_score_models.get(track.label, self.config.score_model)
+            self._accumulate(state, model.llr(None if det is None else det.score), t)
             if det is not None:
                 state.box = state.smoother.update(det.box, t)
                 tracked[track.id] = TrackedDetection(det.label, det.score, state.box, track.id)
@@ -203,7 +219,7 @@ class SequentialVoter:
                 events.append(VoteEvent("lost", track.label, track.id, t))
         return VoteUpdate(tuple(tracked[track.id] for track, _ in pairs), tuple(events))
 
-    def _accumulate(self, state: TrackEvidence, det: Detection | None, t: float) -> None:
+    def _accumulate(self, state: TrackEvidence, llr: float, t: float) -> None:
         c = self.config
         # A new track's first frame is one whole independent sample; later frames
         # weigh the media time since the track's previous frame, up to one sample.
@@ -213,7 +229,6 @@ class SequentialVoter:
             weight = min(dt, c.evidence_time) / c.evidence_time
             kept = math.exp(-dt / c.memory)
         state.last_t = t
-        llr = c.score_model.llr(None if det is None else det.score)
         ceiling = self._upper + c.hold if state.recognized else math.inf
         state.llr = min(ceiling, max(c.floor, kept * state.llr + weight * llr))
 

@@ -8,7 +8,8 @@
    clip, at least 1 s), one clip of its unregistered look-alike, and
    background-only clips.
 3. Run every frame through the target index and a fresh voter
-   (``voting.make_voter(--preset)``) per clip. A clip of product P is
+   (``voting.make_voter(--preset)``, set up as a session on the ``--tier``
+   福 model sets it up) per clip. A clip of product P is
    recalled when P is ``recognized``; every ``recognized`` event with another
    label, and every one in a look-alike or background clip, is a false one.
 4. Time the per-frame cost on one OpenCV thread with 10, 100 and 1000
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
+from detectors.card import ModelCard, find_card
 from detectors.core import Detections, ImageBGR
 from detectors.objects.features import (
     FRAME_FEATURES,
@@ -69,9 +71,15 @@ def register(products: Sequence[Product]) -> tuple[list[Target], Counter[str]]:
 
 
 def run_clip(
-    index: TargetIndex, frames: Sequence[ImageBGR], expected: str | None, fps: float, preset: str
+    index: TargetIndex,
+    frames: Sequence[ImageBGR],
+    expected: str | None,
+    fps: float,
+    preset: str,
+    card: ModelCard,
 ) -> Outcome:
-    voter = make_voter(preset)
+    # The voter a session on ``card``'s model builds: targets on the object-scan curve.
+    voter = make_voter(preset, card.threshold, card.classes)
     out = Outcome(clips=1, frames=len(frames))
     for i, frame in enumerate(frames):
         found = index.recognise(frame)
@@ -98,7 +106,13 @@ def _add(total: Outcome, one: Outcome) -> None:
 
 
 def accuracy(
-    n_targets: int, frames: int, fps: float, preset: str, backgrounds: int, seed: int
+    n_targets: int,
+    frames: int,
+    fps: float,
+    preset: str,
+    card: ModelCard,
+    backgrounds: int,
+    seed: int,
 ) -> int:
     products = make_products(n_targets)
     targets, refused = register(products)
@@ -119,7 +133,7 @@ def accuracy(
             ("look-alike", product.look_alike, None),
         ):
             clip = make_clip(seed + 2 * i + (kind != "target"), image, frames)
-            one = run_clip(index, clip.frames, expected, fps, preset)
+            one = run_clip(index, clip.frames, expected, fps, preset, card)
             _add(kinds[kind], one)
             if kind == "target" and not one.recalled:
                 misses.append(f"{product.name} ({one.frames_detected}/{one.frames} frames)")
@@ -127,11 +141,14 @@ def accuracy(
                 false.append(f"{kind}:{product.name}")
     for j in range(backgrounds):
         clip = make_clip(seed + 100_000 + j, None, frames)
-        one = run_clip(index, clip.frames, None, fps, preset)
+        one = run_clip(index, clip.frames, None, fps, preset, card)
         _add(kinds["background"], one)
         if one.false_events:
             false.append(f"background:{j}")
-    print(f"\nvoting preset {preset!r}, {frames} frames per clip at {fps:g} fps")
+    print(
+        f"\nvoting preset {preset!r} as a session on tier {card.tier} sets it up,"
+        f" {frames} frames per clip at {fps:g} fps"
+    )
     print("| clips | n | recognized right | recognized wrong | frames detected | frames wrong |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for kind, o in kinds.items():
@@ -255,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fps", type=float, default=15.0)
     parser.add_argument("--backgrounds", type=int, default=25, help="background-only clips")
     parser.add_argument("--preset", default="balanced", help="voting preset")
+    parser.add_argument(
+        "--tier", default="l", help="the 福 model whose session's voter is used (int8)"
+    )
     parser.add_argument("--seed", type=int, default=7000)
     parser.add_argument("--cost-sizes", default="10,100,1000", help="'' skips the cost table")
     parser.add_argument("--cost-frames", type=int, default=30)
@@ -263,7 +283,13 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     if not args.skip_accuracy:
         status = accuracy(
-            args.targets, args.frames, args.fps, args.preset, args.backgrounds, args.seed
+            args.targets,
+            args.frames,
+            args.fps,
+            args.preset,
+            find_card(args.tier),
+            args.backgrounds,
+            args.seed,
         )
     if args.cost_sizes:
         feature_cost(args.seed)

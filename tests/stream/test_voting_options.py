@@ -5,7 +5,7 @@ from fakes import RedSquareDetector
 
 from stream.pipelines import OptionError, Pipelines, SessionOptions
 from voting import KOfNVoter, SequentialVoter
-from voting.sequential import score_model_for_threshold
+from voting.sequential import OBJECT_SCAN_SCORE_MODEL, score_model_for_threshold
 
 
 @pytest.mark.parametrize(
@@ -63,7 +63,7 @@ def test_sessions_get_their_own_voter(options, kind):
 
 
 @pytest.mark.parametrize(("tier", "voting"), [("s", {}), ("l", {}), ("s", {"alpha": 0.02})])
-def test_sessions_weigh_scores_against_their_models_threshold(tier, voting):
+def test_sessions_weigh_fu_against_their_models_threshold_and_targets_on_their_own(tier, voting):
     pipelines = Pipelines.from_models()
     try:
 
@@ -72,6 +72,8 @@ def test_sessions_weigh_scores_against_their_models_threshold(tier, voting):
 
         session = pipelines.open(SessionOptions(tier=tier, voting=voting), send)
         threshold = pipelines.detector_for(tier).threshold
-        assert session.voter.config.score_model == score_model_for_threshold(threshold)
+        config = session.voter.config
+        assert config.label_score_models == {"fu": score_model_for_threshold(threshold)}
+        assert config.score_model == OBJECT_SCAN_SCORE_MODEL  # registered targets
     finally:
         pipelines.shutdown()

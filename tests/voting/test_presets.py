@@ -9,7 +9,11 @@ from voting import (
     preset_names,
 )
 from voting.evidence import ScoreModel
-from voting.sequential import DEFAULT_SCORE_MODEL, score_model_for_threshold
+from voting.sequential import (
+    DEFAULT_SCORE_MODEL,
+    OBJECT_SCAN_SCORE_MODEL,
+    score_model_for_threshold,
+)
 
 OWN = ScoreModel((0.5,), (-1.0, 1.0), -1.0)
 
@@ -35,6 +39,23 @@ def test_presets_order_by_caution():
 )
 def test_detector_threshold_moves_the_score_curve(threshold, overrides, expected):
     assert make_voter("balanced", threshold, **overrides).config.score_model == expected
+
+
+@pytest.mark.parametrize(
+    ("threshold", "labels", "overrides", "default", "per_label"),
+    [
+        (None, (), {}, DEFAULT_SCORE_MODEL, {}),
+        (0.74, (), {}, score_model_for_threshold(0.74), {}),
+        (None, ("fu",), {}, OBJECT_SCAN_SCORE_MODEL, {"fu": DEFAULT_SCORE_MODEL}),
+        (0.74, ("fu",), {}, OBJECT_SCAN_SCORE_MODEL, {"fu": score_model_for_threshold(0.74)}),
+        (0.74, ("fu",), {"score_model": OWN}, OWN, {}),
+    ],
+)
+def test_detector_labels_keep_their_curve_and_others_get_object_scans(
+    threshold, labels, overrides, default, per_label
+):
+    config = make_voter("balanced", threshold, labels, **overrides).config
+    assert (config.score_model, config.label_score_models) == (default, per_label)
 
 
 def test_kofn_ignores_the_detector_threshold():
@@ -76,6 +97,9 @@ def test_kofn_baseline():
         ("balanced", {"alpha": True}, "bad_option", "must be float"),
         ("balanced", {"max_tracks": 2.5}, "bad_option", "must be int"),
         ("balanced", {"score_model": {}}, "bad_option", "must be ScoreModel"),
+        ("balanced", {"label_score_models": [OWN]}, "bad_option", "must be Mapping"),
+        ("balanced", {"label_score_models": {"fu": 1.0}}, "bad_option", "must be Mapping"),
+        ("balanced", {"label_score_models": {1: OWN}}, "bad_option", "must be Mapping"),
         ("balanced", {"alpha": 0.9}, "bad_option", "alpha must be in"),
         ("kofn", {"alpha": 0.1}, "bad_option", "unknown k-of-n option 'alpha'"),
         ("kofn", {"k": 2.0}, "bad_option", "must be int"),
