@@ -29,9 +29,19 @@ BOX_SCALE = 16.0
 HEAT_PRIOR = 0.01
 
 
+def scaled_size(width: int, height: int, scale: float) -> tuple[int, int]:
+    """``(width, height)`` times ``scale``, rounded: a tier's input, or a scene shrunk for it."""
+    return round(width * scale), round(height * scale)
+
+
 def input_size(tier: str, width: int, height: int) -> tuple[int, int]:
     """``(width, height)`` of ``tier``'s input when the widest tier takes ``width x height``."""
-    return round(width * INPUT_SCALE[tier]), round(height * INPUT_SCALE[tier])
+    return scaled_size(width, height, INPUT_SCALE[tier])
+
+
+def output_size(width: int, height: int) -> tuple[int, int]:
+    """``(width, height)`` of the stride-8 output maps for a ``width x height`` input."""
+    return -(-width // STRIDE), -(-height // STRIDE)
 
 
 def channels(tier: str) -> dict[str, int]:

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from detectors.synth.scenes import Boxes, Split, render_scene
-from detectors.train.model import STRIDE
+from detectors.train.model import STRIDE, output_size, scaled_size
 
 BOX_CELL_MIN = 0.3
 SIGMA_FRACTION = 0.12
@@ -27,7 +27,7 @@ Array = npt.NDArray[np.float32]
 
 def make_targets(boxes: Boxes, height: int, width: int) -> tuple[Array, Array, Array]:
     """Heat map ``(h, w)``, box targets ``(4, h, w)`` and box weights ``(h, w)`` for ``boxes``."""
-    h, w = -(-height // STRIDE), -(-width // STRIDE)
+    w, h = output_size(width, height)
     heat = np.zeros((h, w), np.float32)
     ltrb = np.zeros((4, h, w), np.float32)
     weight = np.zeros((h, w), np.float32)
@@ -63,8 +63,8 @@ def _scene(
     rgb = np.ascontiguousarray(image[:, :, ::-1].transpose(2, 0, 1))
     targets = []
     for scale in scales:
-        shrunk = boxes * scale
-        heat, ltrb, weight = make_targets(shrunk, round(height * scale), round(width * scale))
+        w, h = scaled_size(width, height, scale)
+        heat, ltrb, weight = make_targets(boxes * scale, h, w)
         targets.append(np.concatenate([heat[None], ltrb, weight[None]]))
     return rgb, targets
 

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from detectors.train.model import BOX_SCALE, INPUT_SCALE, STRIDE, TIERS, FuNet
+from detectors.train.model import BOX_SCALE, INPUT_SCALE, TIERS, FuNet, output_size, scaled_size
 from detectors.train.targets import generate_parallel
 
 KD_WEIGHT = 1.0
@@ -90,8 +90,8 @@ def at_scale(x: torch.Tensor, scale: float) -> torch.Tensor:
     """``x`` shrunk by ``scale`` with a box filter, as the detector's letterbox shrinks frames."""
     if scale == 1.0:
         return x
-    size = (round(x.shape[-2] * scale), round(x.shape[-1] * scale))
-    return F.interpolate(x, size=size, mode="area")
+    width, height = scaled_size(x.shape[-1], x.shape[-2], scale)
+    return F.interpolate(x, size=(height, width), mode="area")
 
 
 def augment(images: torch.Tensor) -> torch.Tensor:
@@ -120,7 +120,8 @@ class SceneStream:
         )
         self.targets = {
             scale: torch.empty(
-                (args.images, 6, *target_shape(args.height, args.width, scale)), device=device
+                (args.images, 6, *output_size(*scaled_size(args.width, args.height, scale))[::-1]),
+                device=device,
             )
             for scale in SCALES
         }
@@ -145,11 +146,6 @@ class SceneStream:
     def batch(self, size: int) -> tuple[torch.Tensor, dict[float, torch.Tensor]]:
         idx = torch.randint(0, self.ready, (size,), device=self.images.device)
         return self.images[idx], {scale: t[idx] for scale, t in self.targets.items()}
-
-
-def target_shape(height: int, width: int, scale: float) -> tuple[int, int]:
-    """The output map's ``(h, w)`` for a ``height x width`` scene shrunk by ``scale``."""
-    return -(-round(height * scale) // STRIDE), -(-round(width * scale) // STRIDE)
 
 
 def load_prefix(model: FuNet, state: dict[str, torch.Tensor]) -> None:
