@@ -843,10 +843,13 @@ def pipeline_rows(
                 laps.lap("letterbox")
                 heatmap, boxes = detector.infer(tensor)
                 laps.lap(f"inference int8 {tier} (1 thread)")
-                detections = detector.detections(
-                    heatmap, boxes, box_map, image.shape[1], image.shape[0]
-                )
+                candidates = detector.detections(
+                    heatmap, boxes, box_map, image.shape[1], image.shape[0],
+                    detector.candidate_threshold,
+                )  # fmt: skip
                 laps.lap("output decode (peaks, NMS)")
+                detections = detector.confirm(image, candidates)
+                laps.lap("second look (zoom)")
                 update = voter.update(detections, i / FPS)
                 laps.lap("voting (balanced)")
                 json.dumps(frame_message([d.to_json() for d in update.detections], i))

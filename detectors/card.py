@@ -25,6 +25,20 @@ class InputSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ZoomSpec:
+    """The second look of a two-pass detector: each candidate is scored again on a close-up.
+
+    The first pass reports candidates scoring at least ``candidates``; each is
+    cropped out of the frame so that its box spans ``fill`` of the crop's side,
+    and the network's score on that crop replaces the first one.
+    """
+
+    fill: float = 0.4
+    candidates: float = 0.3
+    max_candidates: int = 6
+
+
+@dataclass(frozen=True, slots=True)
 class ModelCard:
     """What the runtime needs to know about one ONNX file, plus its measured numbers."""
 
@@ -39,6 +53,7 @@ class ModelCard:
     threshold: float
     macs: int = 0
     params: int = 0
+    zoom: ZoomSpec | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -75,10 +90,26 @@ def read_card(path: Path) -> ModelCard:
             threshold=float(raw["threshold"]),
             macs=int(raw.get("macs", 0)),
             params=int(raw.get("params", 0)),
+            zoom=_zoom_spec(raw.get("zoom")),
             metrics=dict(raw.get("metrics", {})),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ModelCardError(f"bad model card {path}: {exc}") from exc
+
+
+def _zoom_spec(raw: dict[str, Any] | None) -> ZoomSpec | None:
+    if raw is None:
+        return None
+    spec = ZoomSpec(
+        fill=float(raw["fill"]),
+        candidates=float(raw["candidates"]),
+        max_candidates=int(raw["max_candidates"]),
+    )
+    if not (0 < spec.fill < 1 and 0 <= spec.candidates <= 1 and spec.max_candidates > 0):
+        raise ValueError(
+            f"zoom: want 0 < fill < 1, 0 <= candidates <= 1, max_candidates >= 1: {raw}"
+        )
+    return spec
 
 
 def list_cards(models_dir: Path = MODELS_DIR) -> list[ModelCard]:

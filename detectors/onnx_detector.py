@@ -4,11 +4,17 @@ The network sees a letterboxed RGB image; it returns a per-class heat map (after
 sigmoid) and, at every heat-map cell, the distances from the cell centre to the
 box's left, top, right and bottom edges, in input pixels. Peaks of the heat map
 are the detections.
+
+A card with a ``zoom`` spec makes it a two-pass detector: the first look at the
+whole frame proposes candidates, and each is scored again on a close-up crop in
+which it spans ``fill`` of the side (:func:`zoom_region`). Look-alikes that the
+whole-frame view scores high for seconds mostly fall apart at that scale.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import cv2
@@ -16,11 +22,14 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
 
-from detectors.card import InputSpec, ModelCard, find_card
+from detectors.card import InputSpec, ModelCard, ZoomSpec, find_card
 from detectors.core import Box, Detection, Detections, ImageBGR, iou, require_bgr_image
 
 MAX_PEAKS = 20
 NMS_IOU = 0.5
+ZOOM_MATCH_IOU = 0.3
+"""A close-up detection confirms a candidate if their boxes overlap at least this much."""
+MIN_CROP_SIDE = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,10 +123,44 @@ def decode(
             cx, cy = (x + 0.5) * stride, (y + 0.5) * stride
             left, top, right, bottom = boxes[:, y, x].tolist()
             box = (cx - left, cy - top, cx + right, cy + bottom)
-            if all(iou(box, k) < NMS_IOU for k in kept):
+            if _distinct(box, kept):
                 kept.append(box)
                 found.append((cls, float(plane[y, x]), box))
     return found
+
+
+def _distinct(box: Box, kept: Iterable[Box]) -> bool:
+    """Non-maximum suppression's test: ``box`` overlaps none of the boxes already kept."""
+    return all(iou(box, k) < NMS_IOU for k in kept)
+
+
+def suppress(found: Iterable[Detection]) -> list[Detection]:
+    """Best first, without the detections that overlap a better one of their label."""
+    kept: list[Detection] = []
+    for det in sorted(found, key=lambda d: -d.score):
+        if _distinct(det.box, (k.box for k in kept if k.label == det.label)):
+            kept.append(det)
+    return kept
+
+
+def zoom_region(
+    box: Box, width: int, height: int, fill: float, aspect: float
+) -> tuple[int, int, int, int] | None:
+    """The close-up crop ``(x0, y0, x1, y1)`` for a candidate ``box`` in a ``width x height`` frame.
+
+    The crop has the network input's ``aspect`` (width / height) and is sized
+    so that the box spans ``fill`` of it, centred on the box and moved inside
+    the frame. ``None`` when that crop would hold the whole frame: the first
+    look already saw the box at that scale.
+    """
+    crop_h = max(box[3] - box[1], (box[2] - box[0]) / aspect, fill * MIN_CROP_SIDE) / fill
+    crop_w = crop_h * aspect
+    if crop_w >= width and crop_h >= height:
+        return None
+    crop_w, crop_h = min(crop_w, width), min(crop_h, height)
+    x0 = min(max((box[0] + box[2] - crop_w) / 2, 0.0), width - crop_w)
+    y0 = min(max((box[1] + box[3] - crop_h) / 2, 0.0), height - crop_h)
+    return round(x0), round(y0), round(x0 + crop_w), round(y0 + crop_h)
 
 
 class OnnxDetector:
@@ -154,24 +197,80 @@ class OnnxDetector:
         box_map: Letterbox,
         width: int,
         height: int,
-    ) -> Detections:
-        """The network's outputs as :class:`Detections` in pixels of a ``width x height`` frame."""
+        threshold: float | None = None,
+    ) -> list[Detection]:
+        """The network's outputs in pixels of a ``width x height`` frame, best first.
+
+        Peaks scoring at least ``threshold`` (default: the detector's) are kept.
+        """
+        cut = self.threshold if threshold is None else threshold
         found = [
             Detection(self.card.classes[cls], score, box_map.to_frame(box, width, height))
-            for cls, score, box in decode(heatmap[0], boxes[0], self.card.stride, self.threshold)
+            for cls, score, box in decode(heatmap[0], boxes[0], self.card.stride, cut)
         ]
         found.sort(key=lambda d: -d.score)
-        return Detections(tuple(found))
+        return found
 
-    def detect(self, image: ImageBGR) -> Detections:
-        require_bgr_image(image)
+    def look(self, image: ImageBGR, threshold: float) -> list[Detection]:
+        """One pass of the network over ``image``: its detections scoring ``threshold`` or more."""
         buffers = getattr(self._local, "buffers", None)
         if buffers is None:
             buffers = self._local.buffers = InputBuffers(self.card.input)
         tensor, box_map = letterbox(image, self.card, buffers)
         heatmap, boxes = self.infer(tensor)
         h, w = image.shape[:2]
-        return self.detections(heatmap, boxes, box_map, w, h)
+        return self.detections(heatmap, boxes, box_map, w, h, threshold)
+
+    @property
+    def candidate_threshold(self) -> float:
+        """The first look's cut: with a second look, the card's own.
+
+        So the candidates, and what they cost, do not depend on the threshold asked for.
+        """
+        zoom = self.card.zoom
+        return self.threshold if zoom is None else zoom.candidates
+
+    def detect(self, image: ImageBGR) -> Detections:
+        require_bgr_image(image)
+        return self.confirm(image, self.look(image, self.candidate_threshold))
+
+    def confirm(self, image: ImageBGR, candidates: list[Detection]) -> Detections:
+        """The first look's ``candidates`` that a second look confirms (all, without zoom)."""
+        zoom = self.card.zoom
+        if zoom is None:
+            return Detections(tuple(candidates))
+        confirmed = (self.second_look(image, c, zoom) for c in candidates[: zoom.max_candidates])
+        return Detections(tuple(suppress(d for d in confirmed if d is not None)))
+
+    def second_look(
+        self, image: ImageBGR, candidate: Detection, zoom: ZoomSpec
+    ) -> Detection | None:
+        """``candidate`` scored again on its close-up; ``None`` if the close-up does not confirm it.
+
+        The close-up's box replaces the first one: it was seen with more pixels.
+        """
+        height, width = image.shape[:2]
+        spec = self.card.input
+        region = zoom_region(candidate.box, width, height, zoom.fill, spec.width / spec.height)
+        if region is None:
+            return candidate if candidate.score >= self.threshold else None
+        x0, y0, x1, y1 = region
+        near = (
+            candidate.box[0] - x0,
+            candidate.box[1] - y0,
+            candidate.box[2] - x0,
+            candidate.box[3] - y0,
+        )
+        matches = [
+            d
+            for d in self.look(image[y0:y1, x0:x1], self.threshold)
+            if d.label == candidate.label and iou(d.box, near) >= ZOOM_MATCH_IOU
+        ]
+        if not matches:
+            return None
+        best = matches[0]  # best first
+        box = (best.box[0] + x0, best.box[1] + y0, best.box[2] + x0, best.box[3] + y0)
+        return Detection(best.label, best.score, box)
 
 
 def load_detector(tier: str = "l", precision: str = "int8", threads: int = 1) -> OnnxDetector:

@@ -34,12 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from detectors.card import find_card
+from detectors.card import MODELS_DIR, ModelCard, find_card
 from detectors.core import Box, Detector, iou
 from voting.core import VoteEvent, Voter, VoteUpdate
 from voting.evidence import ScoreModel
 from voting.presets import BASELINE, PRESETS, make_config, make_voter
-from voting.rendered import DEFAULT_CACHE
+from voting.rendered import DEFAULT_CACHE, ClipSpec, render_missing
 from voting.simulate import FU, Clip, NoiseModel, make_sim_clip
 from voting.tracker import IouTracker
 
@@ -323,19 +323,21 @@ ClipSource = Callable[[str, int], Clip]
 """Makes the clip of a kind ("fu", "mixed", "negative", "empty") and a seed."""
 
 
-def make_clips(
-    source: ClipSource, seeds: range, negative_seconds: float, length: float
-) -> list[Clip]:
+def clip_specs(seeds: range, negative_seconds: float, length: float) -> list[ClipSpec]:
     """Positive clips (4 ``fu`` to 1 ``mixed``) for ``seeds``, then negative ones.
 
     Negatives (3 ``negative`` to 1 ``empty``, ``length`` seconds each) add up
     to about ``negative_seconds``; they reuse the seeds from ``seeds.start``.
     """
-    clips = [source("mixed" if s % 5 == 0 else "fu", s) for s in seeds]
+    specs = [("mixed" if s % 5 == 0 else "fu", s) for s in seeds]
     n_negative = max(1, round(negative_seconds / length))
     start = seeds.start
-    clips += [source("negative" if s % 4 else "empty", s) for s in range(start, start + n_negative)]
-    return clips
+    specs += [("negative" if s % 4 else "empty", s) for s in range(start, start + n_negative)]
+    return specs
+
+
+def make_clips(source: ClipSource, specs: Sequence[ClipSpec]) -> list[Clip]:
+    return [source(kind, seed) for kind, seed in specs]
 
 
 def sim_source(noise: NoiseModel) -> tuple[ClipSource, float]:
@@ -343,19 +345,19 @@ def sim_source(noise: NoiseModel) -> tuple[ClipSource, float]:
     return (lambda kind, seed: make_sim_clip(seed, kind, noise)), SIM_NEGATIVE_SECONDS
 
 
-def synth_source(tier: str, precision: str, seconds: float, cache: Path | None) -> ClipSource:
-    """Rendered clips (:mod:`detectors.synth`) through the shipped detector of ``tier``."""
-    from detectors.onnx_detector import load_detector
+def synth_source(card: ModelCard, seconds: float, cache: Path | None) -> ClipSource:
+    """Rendered clips (:mod:`detectors.synth`) through the model of ``card``."""
+    from detectors.onnx_detector import OnnxDetector
     from voting.rendered import detected_clip, synth_cache_name
 
     loaded: list[Detector] = []
 
     def detector() -> Detector:  # loaded on the first clip not in the cache
         if not loaded:
-            loaded.append(load_detector(tier, precision))
+            loaded.append(OnnxDetector(card))
         return loaded[0]
 
-    name = synth_cache_name(find_card(tier, precision))
+    name = synth_cache_name(card)
     return lambda kind, seed: detected_clip(detector, name, seed, kind, seconds, cache)
 
 
@@ -487,6 +489,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     synth.add_argument("--precision", default="int8", choices=["int8", "fp32"])
     synth.add_argument("--seconds", type=float, default=4.0, help="length of each clip")
     synth.add_argument("--cache", default=str(DEFAULT_CACHE), help="detections cache; '' for none")
+    synth.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="where the cards are")
+    synth.add_argument(
+        "--jobs", type=int, default=1, help="processes that render clips missing from the cache"
+    )
     args = parser.parse_args(argv)
     try:
         rates = [float(v) for v in args.fps.split(",")]
@@ -495,15 +501,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     card_threshold = None  # the noise model has no card
+    card = None
+    cache = Path(args.cache) if args.cache else None
     if args.source == "sim":
         source, length = sim_source(noise)
         described = f"simulated detector (voting.simulate.NoiseModel({args.noise}))"
     else:
-        source = synth_source(
-            args.tier, args.precision, args.seconds, Path(args.cache) if args.cache else None
-        )
+        card = find_card(args.tier, args.precision, args.models_dir)
+        source = synth_source(card, args.seconds, cache)
         length = args.seconds
-        card_threshold = find_card(args.tier, args.precision).threshold
+        card_threshold = card.threshold
         described = (
             f"rendered clips (detectors.synth) through model {args.tier}-{args.precision} "
             f"(threshold {card_threshold:g})"
@@ -513,7 +520,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.score_model.startswith("fit-"):
         config = make_config()
         cal_seeds = range(CALIBRATION_SEED, CALIBRATION_SEED + args.calibration_clips)
-        cal_clips = make_clips(source, cal_seeds, args.calibration_clips * length / 3, length)
+        cal_specs = clip_specs(cal_seeds, args.calibration_clips * length / 3, length)
+        if card is not None and cache is not None and args.jobs > 1:
+            render_missing(card, cal_specs, args.seconds, cache, args.jobs)
+        cal_clips = make_clips(source, cal_specs)
         records = track_records(
             cal_clips,
             lambda: IouTracker(config.min_iou, config.max_gap, config.max_centre_distance),
@@ -528,7 +538,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  miss LLR {model.miss_llr:.2f}\n")
     voters = parse_voters(args.voters, overrides, detector_threshold)
     seeds = range(args.seed, args.seed + args.clips)
-    clips = make_clips(source, seeds, args.negative_hours * 3600, length)
+    specs = clip_specs(seeds, args.negative_hours * 3600, length)
+    if card is not None and cache is not None and args.jobs > 1:
+        render_missing(card, specs, args.seconds, cache, args.jobs)
+    clips = make_clips(source, specs)
     tallies = evaluate(clips, voters, rates, args.min_view, args.clear)
     print(
         f"{args.clips} positive clips, {args.negative_hours:g} h of negative video, {described}; "

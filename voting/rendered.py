@@ -16,13 +16,15 @@ import importlib
 import importlib.metadata
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from detectors.card import ModelCard
+from detectors.card import ModelCard, read_card
 from detectors.core import Box, Detection, Detections, Detector, iou
 from voting.simulate import BASE_FPS, FU, Clip, GroundTruthObject
 
@@ -49,8 +51,8 @@ def generator_fingerprint(package: Path = GENERATOR_PACKAGE) -> str:
 def detector_fingerprint(card: ModelCard, runtime: str) -> str:
     """Content hash of what a shipped detector's output depends on.
 
-    The model file's bytes, the card's threshold, input and output spec (they
-    live in the card, beside the file) and the inference ``runtime`` (e.g.
+    The model file's bytes, the card's threshold, input and output spec and
+    second look (they live in the card, beside the file) and the inference ``runtime`` (e.g.
     ``"onnxruntime 1.20.1"``: INT8 kernels may round differently).
     """
     digest = hashlib.sha256(card.model_path.read_bytes())
@@ -60,6 +62,7 @@ def detector_fingerprint(card: ModelCard, runtime: str) -> str:
         "color": card.input.color,
         "outputs": [card.heatmap_output, card.boxes_output, card.stride],
         "classes": card.classes,
+        "zoom": None if card.zoom is None else asdict(card.zoom),
         "runtime": runtime,
     }
     digest.update(json.dumps(spec, sort_keys=True).encode())
@@ -91,7 +94,7 @@ def detected_clip(
     :func:`synth_cache_name`). With ``cache=None`` nothing is read or written.
     """
     n_frames = round(seconds * BASE_FPS)
-    path = None if cache is None else cache / name / f"{content}-{seed}-{n_frames}.npz"
+    path = None if cache is None else clip_path(cache, name, content, seed, n_frames)
     if path is not None and path.exists():
         with np.load(path) as saved:
             arrays = {key: saved[key] for key in saved.files}
@@ -106,6 +109,51 @@ def detected_clip(
                 truth=arrays["truth"],
             )
     return _to_clip(arrays, seed, content, n_frames)
+
+
+def clip_path(cache: Path, name: str, content: str, seed: int, n_frames: int) -> Path:
+    """Where :func:`detected_clip` keeps a clip's detections."""
+    return cache / name / f"{content}-{seed}-{n_frames}.npz"
+
+
+ClipSpec = tuple[str, int]
+"""A clip's content kind and seed."""
+
+_worker_detector: list[Detector] = []  # each pool process loads its detector once
+
+
+def render_missing(
+    card: ModelCard, specs: Sequence[ClipSpec], seconds: float, cache: Path, jobs: int
+) -> int:
+    """Render and detect, in ``jobs`` processes, the clips of ``specs`` not cached yet.
+
+    Returns how many were made. Rendering is the slow part of a rendered-clip
+    evaluation (about a second a clip a core), so this is what spreads it over cores.
+    """
+    from tqdm import tqdm
+
+    name = synth_cache_name(card)
+    n_frames = round(seconds * BASE_FPS)
+    missing = [(k, s) for k, s in specs if not clip_path(cache, name, k, s, n_frames).exists()]
+    if not missing:
+        return 0
+    work = [(name, kind, seed, seconds, cache) for kind, seed in missing]
+    with ProcessPoolExecutor(jobs, initializer=_load_worker, initargs=(card.path,)) as pool:
+        done = pool.map(_render_one, work, chunksize=4)
+        for _ in tqdm(done, total=len(work), desc=f"rendering {card.tier}-{card.precision}"):
+            pass
+    return len(missing)
+
+
+def _load_worker(card_path: Path) -> None:
+    from detectors.onnx_detector import OnnxDetector
+
+    _worker_detector.append(OnnxDetector(read_card(card_path)))
+
+
+def _render_one(work: tuple[str, str, int, float, Path]) -> None:
+    name, kind, seed, seconds, cache = work
+    detected_clip(lambda: _worker_detector[0], name, seed, kind, seconds, cache)
 
 
 def _detect(

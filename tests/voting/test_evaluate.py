@@ -120,7 +120,7 @@ def test_parse_voters_rejects(spec):
 @pytest.mark.parametrize("by", ["frame", "track"])
 def test_calibration_separates_real_from_false_tracks(by):
     source, length = evaluate.sim_source(evaluate.NoiseModel())
-    clips = evaluate.make_clips(source, range(8), negative_seconds=40, length=length)
+    clips = evaluate.make_clips(source, evaluate.clip_specs(range(8), 40, length))
     records = evaluate.track_records(clips, evaluate.IouTracker)
     assert {r.obj is None for r in records} == {True, False}
     assert all(r.frames >= len(r.scores) for r in records)

@@ -3,8 +3,15 @@ from pathlib import Path
 
 import pytest
 
-from detectors.card import InputSpec, ModelCard, find_card
-from voting.rendered import detector_fingerprint, generator_fingerprint, synth_cache_name
+from detectors.card import InputSpec, ModelCard, ZoomSpec, find_card
+from voting.rendered import (
+    clip_path,
+    detected_clip,
+    detector_fingerprint,
+    generator_fingerprint,
+    render_missing,
+    synth_cache_name,
+)
 
 
 def card_in(folder: Path, model: bytes = b"weights", **fields) -> ModelCard:
@@ -22,6 +29,7 @@ def card_in(folder: Path, model: bytes = b"weights", **fields) -> ModelCard:
         (b"weights", {"threshold": 0.63}, "ort 1"),
         (b"weights", {"input": InputSpec("images", 640, 480)}, "ort 1"),
         (b"weights", {"stride": 4}, "ort 1"),
+        (b"weights", {"zoom": ZoomSpec()}, "ort 1"),
         (b"weights", {}, "ort 2"),
     ],
 )
@@ -56,3 +64,22 @@ def test_synth_cache_name_names_tier_precision_and_both_versions():
     assert (tier, precision) == ("l", "int8")
     assert generator == generator_fingerprint()
     assert len(model) == 16
+
+
+def test_render_missing_fills_the_cache_in_worker_processes_as_one_process_would(tmp_path):
+    card = find_card("s", "int8")
+    name, n_frames = synth_cache_name(card), 6
+    specs = [("fu", 3), ("negative", 3)]
+    made = render_missing(card, specs, seconds=n_frames / 30, cache=tmp_path, jobs=2)
+    assert made == 2
+    assert all(clip_path(tmp_path, name, k, s, n_frames).exists() for k, s in specs)
+    assert render_missing(card, specs, seconds=n_frames / 30, cache=tmp_path, jobs=2) == 0
+
+    def never():
+        raise AssertionError("cached clips must not need a detector")
+
+    cached = detected_clip(never, name, 3, "fu", n_frames / 30, tmp_path)
+    from detectors.onnx_detector import OnnxDetector
+
+    fresh = detected_clip(lambda: OnnxDetector(card), name, 3, "fu", n_frames / 30, None)
+    assert cached.detections == fresh.detections

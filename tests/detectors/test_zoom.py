@@ -1,0 +1,135 @@
+"""The second look: close-up crops of the first look's candidates decide what is reported."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from detectors.card import ModelCardError, ZoomSpec, find_card, read_card
+from detectors.core import Detection, iou
+from detectors.onnx_detector import OnnxDetector, suppress, zoom_region
+from detectors.synth.scenes import make_clip
+
+ASPECT = 4 / 3
+
+
+@pytest.mark.parametrize(
+    ("box", "frame", "fill", "region"),
+    [
+        # a 40 px square in the middle: a 100 x 133 crop around it
+        ((300, 220, 340, 260), (640, 480), 0.4, (253, 190, 387, 290)),
+        # a wide box: its width sets the crop (aspect 4:3)
+        ((300, 230, 380, 250), (640, 480), 0.5, (260, 180, 420, 300)),
+        # at the top-left corner the crop moves inside the frame, its size kept
+        ((0, 0, 40, 40), (640, 480), 0.4, (0, 0, 133, 100)),
+        # at the bottom-right corner likewise
+        ((600, 440, 640, 480), (640, 480), 0.4, (507, 380, 640, 480)),
+        # so big that the crop would be the whole frame: no second look
+        ((280, 100, 360, 300), (640, 480), 0.4, (0, 0, 640, 480)),
+        # a wider frame: as tall as the frame, narrower than it, aspect kept
+        ((600, 200, 680, 500), (1280, 720), 0.4, (140, 0, 1140, 720)),
+        # a tiny box still gets a crop at least 8 px high
+        ((10, 10, 11, 11), (640, 480), 0.4, (5, 6, 16, 14)),
+    ],
+)
+def test_zoom_region(box, frame, fill, region) -> None:  # type: ignore[no-untyped-def]
+    got = zoom_region(box, *frame, fill, ASPECT)
+    if region == (0, 0, *frame):
+        assert got is None  # the crop would be the whole frame: no second look
+    else:
+        assert got is not None
+        assert got == pytest.approx(region, abs=1)
+        x0, y0, x1, y1 = got
+        assert 0 <= x0 < x1 <= frame[0] and 0 <= y0 < y1 <= frame[1]
+
+
+def test_zoom_region_keeps_the_box_inside_and_at_the_asked_fill() -> None:
+    box = (200.0, 150.0, 260.0, 210.0)
+    x0, y0, x1, y1 = zoom_region(box, 640, 480, 0.4, ASPECT) or (0, 0, 0, 0)
+    assert x0 <= box[0] and box[2] <= x1 and y0 <= box[1] and box[3] <= y1
+    assert (box[3] - box[1]) / (y1 - y0) == pytest.approx(0.4, abs=0.01)
+
+
+def test_suppress_keeps_the_best_of_overlapping_boxes_per_label() -> None:
+    found = [
+        Detection("fu", 0.7, (0, 0, 10, 10)),
+        Detection("fu", 0.9, (1, 0, 11, 10)),
+        Detection("cat", 0.8, (0, 0, 10, 10)),
+        Detection("fu", 0.6, (50, 50, 60, 60)),
+    ]
+    assert [d.score for d in suppress(found)] == [0.9, 0.8, 0.6]
+
+
+def zoomed(tier: str, precision: str = "int8") -> OnnxDetector:
+    card = find_card(tier, precision)
+    assert card.zoom is not None, f"{tier} {precision} ships with a second look"
+    return OnnxDetector(card)
+
+
+@pytest.mark.parametrize("tier", ["m", "l"])
+def test_second_look_confirms_real_fu_with_close_up_boxes(tier: str) -> None:
+    detector = zoomed(tier)
+    found = total = 0
+    for seed in range(8):
+        clip = make_clip(seed, n_frames=1)
+        frame, truth = clip.frames[0], clip.boxes[0]
+        total += len(truth)
+        found += sum(
+            any(iou(d.box, tuple(t)) >= 0.5 for d in detector.detect(frame)) for t in truth.tolist()
+        )
+    assert found >= 0.75 * total
+
+
+def test_first_look_candidates_below_threshold_can_only_pass_through_a_close_up() -> None:
+    detector = zoomed("l")
+    clip = make_clip(3, n_frames=1)
+    frame = clip.frames[0]
+    candidates = detector.look(frame, detector.candidate_threshold)
+    assert detector.candidate_threshold < detector.threshold
+    reported = detector.detect(frame)
+    assert all(d.score >= detector.threshold for d in reported)
+    # every reported box comes from a close-up of some candidate
+    assert all(any(iou(d.box, c.box) >= 0.3 for c in candidates) for d in reported)
+
+
+def test_a_candidate_as_big_as_the_frame_keeps_its_first_score() -> None:
+    detector = zoomed("l")
+    frame = np.zeros((480, 640, 3), np.uint8)
+    whole = Detection("fu", 0.9, (100.0, 0.0, 540.0, 480.0))
+    assert detector.second_look(frame, whole, ZoomSpec()) == whole
+    weak = Detection("fu", 0.5, (100.0, 0.0, 540.0, 480.0))
+    assert detector.second_look(frame, weak, ZoomSpec()) is None
+
+
+def test_a_candidate_on_a_blank_close_up_is_dropped() -> None:
+    detector = zoomed("l")
+    frame = np.full((480, 640, 3), 128, np.uint8)
+    assert (
+        detector.second_look(frame, Detection("fu", 0.95, (300, 220, 340, 260)), ZoomSpec()) is None
+    )
+
+
+def test_without_zoom_the_detector_reports_the_first_look() -> None:
+    card = dataclasses.replace(find_card("l", "int8"), zoom=None)
+    detector = OnnxDetector(card)
+    frame = make_clip(3, n_frames=1).frames[0]
+    assert list(detector.detect(frame)) == detector.look(frame, card.threshold)
+
+
+@pytest.mark.parametrize(
+    "zoom",
+    [
+        {"fill": 0, "candidates": 0.3, "max_candidates": 6},
+        {"fill": 1.2, "candidates": 0.3, "max_candidates": 6},
+        {"fill": 0.4, "candidates": 1.5, "max_candidates": 6},
+        {"fill": 0.4, "candidates": 0.3, "max_candidates": 0},
+        {"fill": 0.4, "candidates": 0.3},
+    ],
+)
+def test_bad_zoom_specs_are_refused(tmp_path, zoom) -> None:  # type: ignore[no-untyped-def]
+    raw = json.loads(find_card("l", "int8").path.read_text(encoding="utf-8"))
+    path = tmp_path / "fu_l.int8.json"
+    path.write_text(json.dumps(raw | {"zoom": zoom}), encoding="utf-8")
+    with pytest.raises(ModelCardError, match=r"zoom|max_candidates"):
+        read_card(path)
