@@ -141,6 +141,21 @@ def test_main_prints_a_table(capsys, model, fitted):
     assert out.count("\nbalanced ") == 1 and out.count("\nkofn ") == 1
 
 
+def test_main_renders_missing_synth_clips_in_worker_processes(tmp_path, capsys):
+    models = tmp_path / "models"
+    models.mkdir()
+    for suffix in (".json", ".onnx"):
+        name = f"fu_s.int8{suffix}"
+        (models / name).write_bytes((evaluate.MODELS_DIR / name).read_bytes())
+    argv = (
+        "--source synth --tier s --clips 2 --negative-hours 0.0001 --seconds 0.2 --fps 15 "
+        f"--voters balanced --jobs 2 --models-dir {models} --cache {tmp_path / 'cache'}"
+    )
+    assert evaluate.main(argv.split()) == 0
+    assert "\nbalanced " in capsys.readouterr().out
+    assert len(list((tmp_path / "cache").rglob("*.npz"))) == 4  # mixed 0, fu 1, two negatives
+
+
 def test_main_rejects_bad_voters(capsys):
     with pytest.raises(SystemExit):
         evaluate.main(["--voters", "paranoid"])
