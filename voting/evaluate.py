@@ -515,14 +515,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"rendered clips (detectors.synth) through model {args.tier}-{args.precision} "
             f"(threshold {card_threshold:g})"
         )
+
+    def prefetch(specs: Sequence[ClipSpec]) -> None:  # rendered clips, in parallel if asked
+        if card is not None and cache is not None and args.jobs > 1:
+            render_missing(card, specs, args.seconds, cache, args.jobs)
+
     overrides: dict[str, Any] = {}
     detector_threshold = card_threshold if args.score_model == "card" else None
     if args.score_model.startswith("fit-"):
         config = make_config()
         cal_seeds = range(CALIBRATION_SEED, CALIBRATION_SEED + args.calibration_clips)
         cal_specs = clip_specs(cal_seeds, args.calibration_clips * length / 3, length)
-        if card is not None and cache is not None and args.jobs > 1:
-            render_missing(card, cal_specs, args.seconds, cache, args.jobs)
+        prefetch(cal_specs)
         cal_clips = make_clips(source, cal_specs)
         records = track_records(
             cal_clips,
@@ -539,8 +543,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     voters = parse_voters(args.voters, overrides, detector_threshold)
     seeds = range(args.seed, args.seed + args.clips)
     specs = clip_specs(seeds, args.negative_hours * 3600, length)
-    if card is not None and cache is not None and args.jobs > 1:
-        render_missing(card, specs, args.seconds, cache, args.jobs)
+    prefetch(specs)
     clips = make_clips(source, specs)
     tallies = evaluate(clips, voters, rates, args.min_view, args.clear)
     print(
