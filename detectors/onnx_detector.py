@@ -239,8 +239,18 @@ class OnnxDetector:
         zoom = self.card.zoom
         if zoom is None:
             return Detections(tuple(candidates))
-        confirmed = (self.second_look(image, c, zoom) for c in candidates[: zoom.max_candidates])
-        return Detections(tuple(suppress(d for d in confirmed if d is not None)))
+        looked = candidates[: zoom.max_candidates]
+        confirmed = [d for c in looked if (d := self.second_look(image, c, zoom)) is not None]
+        close_ups = sum(self.close_up_region(image, c, zoom) is not None for c in looked)
+        return Detections(tuple(suppress(confirmed)), runs=1 + close_ups)
+
+    def close_up_region(
+        self, image: ImageBGR, candidate: Detection, zoom: ZoomSpec
+    ) -> tuple[int, int, int, int] | None:
+        """:func:`zoom_region` of ``candidate`` in ``image``, in the network input's aspect."""
+        height, width = image.shape[:2]
+        spec = self.card.input
+        return zoom_region(candidate.box, width, height, zoom.fill, spec.width / spec.height)
 
     def second_look(
         self, image: ImageBGR, candidate: Detection, zoom: ZoomSpec
@@ -249,9 +259,7 @@ class OnnxDetector:
 
         The close-up's box replaces the first one: it was seen with more pixels.
         """
-        height, width = image.shape[:2]
-        spec = self.card.input
-        region = zoom_region(candidate.box, width, height, zoom.fill, spec.width / spec.height)
+        region = self.close_up_region(image, candidate, zoom)
         if region is None:
             return candidate if candidate.score >= self.threshold else None
         x0, y0, x1, y1 = region

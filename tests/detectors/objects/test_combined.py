@@ -1,0 +1,25 @@
+"""The 福 model and the target matcher on one frame: merged detections, the model's cost."""
+
+import numpy as np
+
+from detectors.core import Detection, Detections
+from detectors.objects.combined import CombinedDetector
+
+
+class Fixed:
+    def __init__(self, found: Detections, tier: str = "l") -> None:
+        self.found = found
+        self.tier = tier
+
+    def detect(self, image):  # type: ignore[no-untyped-def]
+        return self.found
+
+
+def test_detections_are_merged_best_first_and_the_models_runs_are_kept() -> None:
+    fu = Detections((Detection("fu", 0.7, (0, 0, 10, 10)),), runs=3)
+    target = Detections((Detection("poster", 0.9, (20, 20, 40, 40)),))
+    combined = CombinedDetector(Fixed(fu), Fixed(target, "objects"))
+    found = combined.detect(np.zeros((48, 64, 3), np.uint8))
+    assert [d.label for d in found] == ["poster", "fu"]
+    assert found.runs == 3  # the matcher is not emulated: only the network's runs count
+    assert combined.tier == "l"
