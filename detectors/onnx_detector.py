@@ -239,10 +239,15 @@ class OnnxDetector:
         zoom = self.card.zoom
         if zoom is None:
             return Detections(tuple(candidates))
-        looked = candidates[: zoom.max_candidates]
-        confirmed = [d for c in looked if (d := self.second_look(image, c, zoom)) is not None]
-        close_ups = sum(self.close_up_region(image, c, zoom) is not None for c in looked)
-        return Detections(tuple(suppress(confirmed)), runs=1 + close_ups)
+        confirmed: list[Detection] = []
+        runs = 1
+        for candidate in candidates[: zoom.max_candidates]:
+            region = self.close_up_region(image, candidate, zoom)
+            runs += region is not None
+            found = self._closer(image, candidate, region)
+            if found is not None:
+                confirmed.append(found)
+        return Detections(tuple(suppress(confirmed)), runs)
 
     def close_up_region(
         self, image: ImageBGR, candidate: Detection, zoom: ZoomSpec
@@ -259,8 +264,12 @@ class OnnxDetector:
 
         The close-up's box replaces the first one: it was seen with more pixels.
         """
-        region = self.close_up_region(image, candidate, zoom)
-        if region is None:
+        return self._closer(image, candidate, self.close_up_region(image, candidate, zoom))
+
+    def _closer(
+        self, image: ImageBGR, candidate: Detection, region: tuple[int, int, int, int] | None
+    ) -> Detection | None:
+        if region is None:  # the close-up would be the whole frame: the first look stands
             return candidate if candidate.score >= self.threshold else None
         x0, y0, x1, y1 = region
         near = (
