@@ -53,9 +53,6 @@ class Detections:
     """What one detector saw in one frame, best score first."""
 
     items: tuple[Detection, ...] = ()
-    runs: int = 1
-    """Network runs they took: a two-pass detector makes one more per close-up.
-    An emulated phone (``hw_sim``) is charged for each."""
 
     def __iter__(self) -> Iterator[Detection]:
         return iter(self.items)
@@ -64,7 +61,7 @@ class Detections:
         return len(self.items)
 
     def above(self, min_score: float) -> Detections:
-        return Detections(tuple(d for d in self.items if d.score >= min_score), self.runs)
+        return Detections(tuple(d for d in self.items if d.score >= min_score))
 
 
 class Detector(Protocol):

@@ -239,23 +239,8 @@ class OnnxDetector:
         zoom = self.card.zoom
         if zoom is None:
             return Detections(tuple(candidates))
-        confirmed: list[Detection] = []
-        runs = 1
-        for candidate in candidates[: zoom.max_candidates]:
-            region = self.close_up_region(image, candidate, zoom)
-            runs += region is not None
-            found = self._closer(image, candidate, region)
-            if found is not None:
-                confirmed.append(found)
-        return Detections(tuple(suppress(confirmed)), runs)
-
-    def close_up_region(
-        self, image: ImageBGR, candidate: Detection, zoom: ZoomSpec
-    ) -> tuple[int, int, int, int] | None:
-        """:func:`zoom_region` of ``candidate`` in ``image``, in the network input's aspect."""
-        height, width = image.shape[:2]
-        spec = self.card.input
-        return zoom_region(candidate.box, width, height, zoom.fill, spec.width / spec.height)
+        confirmed = (self.second_look(image, c, zoom) for c in candidates[: zoom.max_candidates])
+        return Detections(tuple(suppress(d for d in confirmed if d is not None)))
 
     def second_look(
         self, image: ImageBGR, candidate: Detection, zoom: ZoomSpec
@@ -264,11 +249,9 @@ class OnnxDetector:
 
         The close-up's box replaces the first one: it was seen with more pixels.
         """
-        return self._closer(image, candidate, self.close_up_region(image, candidate, zoom))
-
-    def _closer(
-        self, image: ImageBGR, candidate: Detection, region: tuple[int, int, int, int] | None
-    ) -> Detection | None:
+        height, width = image.shape[:2]
+        spec = self.card.input
+        region = zoom_region(candidate.box, width, height, zoom.fill, spec.width / spec.height)
         if region is None:  # the close-up would be the whole frame: the first look stands
             return candidate if candidate.score >= self.threshold else None
         x0, y0, x1, y1 = region

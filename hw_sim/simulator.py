@@ -47,20 +47,6 @@ class DeviceSimulator:
             return self.model.tier
         return self.profile.tier if self.profile.tier != AUTO_TIER else "l"
 
-    def extra_runs(self, frame_latency: float, runs: int) -> float:
-        """Seconds ``runs`` more network runs take, on a frame whose latency was ``frame_latency``.
-
-        A run costs the network's share of the frame (not the pre-processing),
-        at that frame's speed (heat and jitter alike). 0 for a pass-through profile.
-        """
-        if runs < 0:
-            raise ValueError(f"runs must be >= 0, got {runs}")
-        if self.model is None or runs == 0:
-            return 0.0
-        nominal = self.model.nominal_latency(self.profile)
-        network = nominal - self.profile.preprocess_ms / 1000.0
-        return runs * frame_latency * network / nominal if nominal > 0 else 0.0
-
     def device(self) -> EmulatedDevice:
         """A fresh (cool) emulated device.
 

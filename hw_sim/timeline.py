@@ -112,25 +112,6 @@ class DeviceTimeline(Generic[T]):
             self._waiting = _Waiting(frame, index, t)
         return started
 
-    def extend(self, start: Start[T], extra: float) -> float:
-        """``start`` took ``extra`` seconds more than the latency model said; its new finish.
-
-        For work that only running the frame reveals (a detector's close-ups of
-        its candidates). If ``start`` is still the device's last, the device
-        frees that much later, and the frames waiting for it start later. A
-        caller that extends each start before offering later arrivals (a session
-        in fast mode; in real time, whenever the host is faster than the phone)
-        gets the same schedule at any replay speed.
-
-        Raises:
-            ValueError: ``extra`` is negative.
-        """
-        if extra < 0:
-            raise ValueError(f"extra time must be >= 0, got {extra}")
-        if start.finish == self.free_at:
-            self.free_at += extra
-        return start.finish + extra
-
     def advance(self, now: float) -> list[Start[T]]:
         """Every arrival up to media time ``now`` was offered: start the waiting frame if due."""
         return self._commit(now, inclusive=True)

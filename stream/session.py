@@ -18,7 +18,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from detectors.core import Detections, Detector, ImageBGR
@@ -297,16 +297,9 @@ class Session:
     async def _wait_for_device(
         self, done: ProcessedFrame, start: Start[PendingFrame] | None
     ) -> float:
-        """Seconds the device took for ``done``; a real-time session waits until it is done.
-
-        The phone also pays for the detector's extra network runs (close-ups), which
-        only running the frame revealed: its finish moves, and so do the next starts.
-        """
+        """Seconds the device took for ``done``; a real-time session waits until it is done."""
         if start is None:
             return done.host_latency
-        if self._timeline is not None and done.detections.runs > 1:
-            extra = self.simulator.extra_runs(start.latency, done.detections.runs - 1)
-            start = replace(start, latency=self._timeline.extend(start, extra) - start.start)
         if done.host_latency > start.latency:
             self.host_slower += 1
             if self.host_slower == 1:
@@ -349,7 +342,7 @@ class Session:
             device["dropped"] = start.dropped + self.host_behind
             device["camera_skipped"] = start.camera_skipped
             device["start_t"] = round(start.start, 4)
-            device["done_t"] = round(start.start + latency, 4)  # close-ups included
+            device["done_t"] = round(start.finish, 4)
         await self._send(
             {
                 "type": "frame",

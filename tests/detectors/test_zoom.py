@@ -133,17 +133,3 @@ def test_bad_zoom_specs_are_refused(tmp_path, zoom) -> None:  # type: ignore[no-
     path.write_text(json.dumps(raw | {"zoom": zoom}), encoding="utf-8")
     with pytest.raises(ModelCardError, match=r"zoom|max_candidates"):
         read_card(path)
-
-
-def test_detections_count_the_network_runs_of_both_looks() -> None:
-    detector = zoomed("l")
-    zoom = detector.card.zoom
-    assert zoom is not None
-    frame = make_clip(3, n_frames=1).frames[0]
-    candidates = detector.look(frame, detector.candidate_threshold)[: zoom.max_candidates]
-    close_ups = sum(detector.close_up_region(frame, c, zoom) is not None for c in candidates)
-    assert close_ups > 0
-    assert detector.detect(frame).runs == 1 + close_ups
-    assert detector.detect(frame).above(0.99).runs == 1 + close_ups
-    one_look = OnnxDetector(dataclasses.replace(detector.card, zoom=None))
-    assert one_look.detect(frame).runs == 1

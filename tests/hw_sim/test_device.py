@@ -126,25 +126,3 @@ def test_emulated_profiles_need_a_model_and_pass_through_has_no_timeline():
         DeviceSimulator(phone())
     with pytest.raises(ValueError, match="pass-through"):
         DeviceSimulator(DeviceProfile("host")).timeline()
-
-
-@pytest.mark.parametrize(
-    ("preprocess_ms", "frame_latency", "runs", "expected"),
-    [
-        (0.0, 0.010, 1, 0.010),  # all network: one more run costs a frame
-        (5.0, 0.015, 1, 0.010),  # 5 of 15 ms are pre-processing, not repeated
-        (5.0, 0.030, 2, 0.040),  # a throttled frame (2x): runs at that pace
-        (5.0, 0.015, 0, 0.0),
-    ],
-)
-def test_extra_network_runs_cost_the_networks_share_of_the_frame(
-    preprocess_ms, frame_latency, runs, expected
-):
-    simulator = DeviceSimulator(phone(preprocess_ms=preprocess_ms), MODEL)
-    assert simulator.extra_runs(frame_latency, runs) == pytest.approx(expected)
-
-
-def test_extra_runs_are_free_on_a_pass_through_profile_and_never_negative():
-    assert DeviceSimulator(DeviceProfile("host")).extra_runs(0.01, 3) == 0.0
-    with pytest.raises(ValueError):
-        DeviceSimulator(phone(), MODEL).extra_runs(0.01, -1)

@@ -102,33 +102,3 @@ def test_bad_arguments_are_refused():
         DeviceTimeline(constant(0.01), camera_fps=-1)
     with pytest.raises(ValueError, match="latency model"):
         DeviceTimeline(constant(-0.01)).offer("a", 0, 0.0)
-
-
-@pytest.mark.parametrize(
-    ("extra", "expected"),
-    [
-        # frame 0 took 50 ms, not 30: frame 1 (arrived at 33 ms) starts at 50, frame 2 at 80
-        (0.020, [(0, 0.0), (1, 0.05), (2, 0.08)]),
-        # no extra: the schedule of a 30 ms device
-        (0.0, [(0, 0.0), (1, 0.033333), (2, 0.066667)]),
-    ],
-)
-def test_extending_the_last_start_delays_the_frames_after_it(extra, expected):
-    timeline = DeviceTimeline(constant(0.030))
-    (first,) = timeline.offer("frame0", 0, 0.0)
-    assert timeline.extend(first, extra) == pytest.approx(0.030 + extra)
-    starts = [first]
-    for index in (1, 2):
-        starts += timeline.offer(f"frame{index}", index, index / 30)
-    starts += timeline.flush()
-    assert [(s.index, round(s.start, 6)) for s in starts] == expected
-
-
-def test_extending_a_start_that_is_no_longer_the_last_moves_nothing():
-    timeline = DeviceTimeline(constant(0.010))
-    (first,) = timeline.offer("frame0", 0, 0.0)
-    (second,) = timeline.offer("frame1", 1, 0.020)
-    assert timeline.extend(first, 0.5) == pytest.approx(0.510)  # its own finish moves
-    assert timeline.free_at == pytest.approx(second.finish)  # the device's does not
-    with pytest.raises(ValueError):
-        timeline.extend(second, -0.001)
