@@ -163,6 +163,10 @@ def zoom_region(
     return round(x0), round(y0), round(x0 + crop_w), round(y0 + crop_h)
 
 
+def _shifted(box: Box, dx: float, dy: float) -> Box:
+    return (box[0] + dx, box[1] + dy, box[2] + dx, box[3] + dy)
+
+
 class OnnxDetector:
     """Runs one shipped model. Thread-safe: ONNX Runtime sessions allow concurrent ``run``."""
 
@@ -255,12 +259,7 @@ class OnnxDetector:
         if region is None:  # the close-up would be the whole frame: the first look stands
             return candidate if candidate.score >= self.threshold else None
         x0, y0, x1, y1 = region
-        near = (
-            candidate.box[0] - x0,
-            candidate.box[1] - y0,
-            candidate.box[2] - x0,
-            candidate.box[3] - y0,
-        )
+        near = _shifted(candidate.box, -x0, -y0)  # in crop pixels
         matches = [
             d
             for d in self.look(image[y0:y1, x0:x1], self.threshold)
@@ -269,8 +268,7 @@ class OnnxDetector:
         if not matches:
             return None
         best = matches[0]  # best first
-        box = (best.box[0] + x0, best.box[1] + y0, best.box[2] + x0, best.box[3] + y0)
-        return Detection(best.label, best.score, box)
+        return Detection(best.label, best.score, _shifted(best.box, x0, y0))
 
 
 def load_detector(tier: str = "l", precision: str = "int8", threads: int = 1) -> OnnxDetector:
