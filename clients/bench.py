@@ -288,7 +288,7 @@ def sample_tensor(card: ModelCard, seed: int = 3) -> npt.NDArray[np.float32]:
     """A real camera-like input: a generated 640x480 frame with 福, letterboxed."""
     from detectors.synth.scenes import make_clip
 
-    return letterbox(make_clip(seed, 1, FPS, 640, 480, content="fu").frames[0], card)[0]
+    return letterbox(make_clip(seed, 1, FPS, 640, 480, content="fu").frames[0], card.input)[0]
 
 
 def detector_rows(
@@ -683,7 +683,7 @@ def int8_variants(tier: str, rounds: int, runs: int, frames: int = 8) -> list[Va
     labelled = labelled_frames(frames, 1)
     heat: dict[str, list[npt.NDArray[np.float32]]] = {n: [] for n in sessions}
     for frame in labelled:
-        tensor = letterbox(frame.image, int8_card)[0]
+        tensor = letterbox(frame.image, int8_card.input)[0]
         for n, sess in sessions.items():
             heat[n].append(sess.run(None, feed(n, tensor))[0])
     rows = []
@@ -839,7 +839,7 @@ def pipeline_rows(
                 # session decodes so)
                 image = decode_for(image_decoder(jpeg), side)[0]
                 laps.lap("JPEG decode (imdecode)")
-                tensor, box_map = letterbox(image, detector.card, buffers)
+                tensor, box_map = letterbox(image, detector.card.input, buffers)
                 laps.lap("letterbox")
                 heatmap, boxes = detector.infer(tensor)
                 laps.lap(f"inference int8 {tier} (1 thread)")

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
+MIN_ZOOM_SIDE = 32
+"""A close-up smaller than this leaves the network's coarsest maps a cell or two."""
 
 
 class ModelCardError(ValueError):
@@ -30,12 +32,14 @@ class ZoomSpec:
 
     The first pass reports candidates scoring at least ``candidates``; each is
     cropped out of the frame so that its box spans ``fill`` of the crop's side,
-    and the network's score on that crop replaces the first one.
+    and the network's score on that crop replaces the first one. ``size``
+    (width, height) is the input the close-up is run at; ``None``: the card's.
     """
 
     fill: float = 0.4
     candidates: float = 0.3
     max_candidates: int = 6
+    size: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +108,20 @@ def _zoom_spec(raw: dict[str, Any] | None) -> ZoomSpec | None:
         fill=float(raw["fill"]),
         candidates=float(raw["candidates"]),
         max_candidates=int(raw["max_candidates"]),
+        size=None if raw.get("size") is None else _size(raw["size"]),
     )
     if not (0 < spec.fill < 1 and 0 <= spec.candidates <= 1 and spec.max_candidates > 0):
         raise ValueError(
             f"zoom: want 0 < fill < 1, 0 <= candidates <= 1, max_candidates >= 1: {raw}"
         )
     return spec
+
+
+def _size(raw: Any) -> tuple[int, int]:
+    width, height = (int(v) for v in raw)
+    if width < MIN_ZOOM_SIDE or height < MIN_ZOOM_SIDE:
+        raise ValueError(f"zoom: size wants [width, height], each >= {MIN_ZOOM_SIDE}: {raw}")
+    return width, height
 
 
 def list_cards(models_dir: Path = MODELS_DIR) -> list[ModelCard]:

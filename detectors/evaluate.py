@@ -113,7 +113,7 @@ def median_ms(calls: Sequence[Callable[[], object]], rounds: int) -> list[float]
 def median_latencies_ms(detectors: list[OnnxDetector], rounds: int) -> list[float]:
     """Median single-thread time of each network alone on one letterboxed 640x480 frame."""
     frame = np.zeros((FRAME_HEIGHT, FRAME_WIDTH, 3), np.uint8)
-    calls = [partial(d.infer, letterbox(frame, d.card)[0]) for d in detectors]
+    calls = [partial(d.infer, letterbox(frame, d.card.input)[0]) for d in detectors]
     return median_ms(calls, rounds)
 
 

@@ -13,6 +13,7 @@ whole-frame view scores high for seconds mostly fall apart at that scale.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -20,10 +21,12 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 import numpy.typing as npt
+import onnx
 import onnxruntime as ort
 
 from detectors.card import InputSpec, ModelCard, ZoomSpec, find_card
 from detectors.core import Box, Detection, Detections, ImageBGR, iou, require_bgr_image
+from detectors.reshape import at_input_size
 
 MAX_PEAKS = 20
 NMS_IOU = 0.5
@@ -84,13 +87,12 @@ def fit_into(image: ImageBGR, canvas: ImageBGR, pad_value: int) -> Letterbox:
 
 
 def letterbox(
-    image: ImageBGR, card: ModelCard, buffers: InputBuffers | None = None
+    image: ImageBGR, spec: InputSpec, buffers: InputBuffers | None = None
 ) -> tuple[npt.NDArray[np.float32], Letterbox]:
-    """Resize ``image`` into the card's input size keeping its aspect, as an NCHW float tensor.
+    """Resize ``image`` into the input size of ``spec`` keeping its aspect, as an NCHW float tensor.
 
     With ``buffers`` the tensor returned is ``buffers.tensor``, overwritten by the next call.
     """
-    spec = card.input
     buffers = buffers or InputBuffers(spec)
     box_map = fit_into(image, buffers.canvas, spec.pad_value)
     # Channel swap, HWC -> NCHW and scale to float, one plane at a time into the reused
@@ -167,21 +169,51 @@ def _shifted(box: Box, dx: float, dy: float) -> Box:
     return (box[0] + dx, box[1] + dy, box[2] + dx, box[3] + dy)
 
 
-class OnnxDetector:
-    """Runs one shipped model. Thread-safe: ONNX Runtime sessions allow concurrent ``run``."""
+class Network:
+    """One ONNX Runtime session of the model at one input size, and that input's spec."""
 
-    def __init__(self, card: ModelCard, threads: int = 1, threshold: float | None = None) -> None:
+    def __init__(
+        self, model: str | bytes, spec: InputSpec, outputs: list[str], threads: int
+    ) -> None:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.spec = spec
+        self._outputs = outputs
+        self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        self._local = threading.local()  # each executor thread letterboxes into its own buffers
+
+    def run(
+        self, tensor: npt.NDArray[np.float32]
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        heatmap, boxes = self._session.run(self._outputs, {self.spec.name: tensor})
+        return heatmap, boxes
+
+    def prepare(self, image: ImageBGR) -> tuple[npt.NDArray[np.float32], Letterbox]:
+        """``image`` letterboxed into this thread's reused input tensor."""
+        buffers = getattr(self._local, "buffers", None)
+        if buffers is None:
+            buffers = self._local.buffers = InputBuffers(self.spec)
+        return letterbox(image, self.spec, buffers)
+
+
+class OnnxDetector:
+    """Runs one shipped model. Thread-safe: ONNX Runtime sessions allow concurrent ``run``."""
+
+    def __init__(self, card: ModelCard, threads: int = 1, threshold: float | None = None) -> None:
         self.card = card
         self.threshold = card.threshold if threshold is None else threshold
-        self._session = ort.InferenceSession(
-            str(card.model_path), options, providers=["CPUExecutionProvider"]
-        )
-        self._outputs = [card.heatmap_output, card.boxes_output]
-        self._local = threading.local()  # each executor thread letterboxes into its own buffers
+        outputs = [card.heatmap_output, card.boxes_output]
+        self.network = Network(str(card.model_path), card.input, outputs, threads)
+        self.close_up = self.network
+        size = None if card.zoom is None else card.zoom.size
+        if size is not None and size != (card.input.width, card.input.height):
+            # Built here, once: the close-ups' copy of the graph at their own input size.
+            width, height = size
+            model = at_input_size(onnx.load(card.model_path), width, height)
+            spec = dataclasses.replace(card.input, width=width, height=height)
+            self.close_up = Network(model.SerializeToString(), spec, outputs, threads)
 
     @property
     def tier(self) -> str:
@@ -191,8 +223,7 @@ class OnnxDetector:
         self, tensor: npt.NDArray[np.float32]
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
         """The network alone: heat map and box outputs for a :func:`letterbox` tensor."""
-        heatmap, boxes = self._session.run(self._outputs, {self.card.input.name: tensor})
-        return heatmap, boxes
+        return self.network.run(tensor)
 
     def detections(
         self,
@@ -215,13 +246,15 @@ class OnnxDetector:
         found.sort(key=lambda d: -d.score)
         return found
 
-    def look(self, image: ImageBGR, threshold: float) -> list[Detection]:
-        """One pass of the network over ``image``: its detections scoring ``threshold`` or more."""
-        buffers = getattr(self._local, "buffers", None)
-        if buffers is None:
-            buffers = self._local.buffers = InputBuffers(self.card.input)
-        tensor, box_map = letterbox(image, self.card, buffers)
-        heatmap, boxes = self.infer(tensor)
+    def look(
+        self, image: ImageBGR, threshold: float, network: Network | None = None
+    ) -> list[Detection]:
+        """One pass of ``network`` (default: the first look's) over ``image``.
+
+        Its detections scoring ``threshold`` or more, best first.
+        """
+        tensor, box_map = (network or self.network).prepare(image)
+        heatmap, boxes = (network or self.network).run(tensor)
         h, w = image.shape[:2]
         return self.detections(heatmap, boxes, box_map, w, h, threshold)
 
@@ -254,7 +287,7 @@ class OnnxDetector:
         The close-up's box replaces the first one: it was seen with more pixels.
         """
         height, width = image.shape[:2]
-        spec = self.card.input
+        spec = self.close_up.spec
         region = zoom_region(candidate.box, width, height, zoom.fill, spec.width / spec.height)
         if region is None:  # the close-up would be the whole frame: the first look stands
             return candidate if candidate.score >= self.threshold else None
@@ -262,7 +295,7 @@ class OnnxDetector:
         near = _shifted(candidate.box, -x0, -y0)  # in crop pixels
         matches = [
             d
-            for d in self.look(image[y0:y1, x0:x1], self.threshold)
+            for d in self.look(image[y0:y1, x0:x1], self.threshold, self.close_up)
             if d.label == candidate.label and iou(d.box, near) >= ZOOM_MATCH_IOU
         ]
         if not matches:

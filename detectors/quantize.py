@@ -251,7 +251,7 @@ def default_output(fp32: Path) -> Path:
 
 def card_preprocess(card_path: Path) -> Preprocess:
     card = read_card(card_path)
-    return lambda image: letterbox(image, card)[0]
+    return lambda image: letterbox(image, card.input)[0]
 
 
 def quantize_main(args: argparse.Namespace) -> Report:

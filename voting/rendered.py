@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -62,11 +63,16 @@ def detector_fingerprint(card: ModelCard, runtime: str) -> str:
         "color": card.input.color,
         "outputs": [card.heatmap_output, card.boxes_output, card.stride],
         "classes": card.classes,
-        "zoom": None if card.zoom is None else asdict(card.zoom),
+        # Fields left unset (None) are left out, so adding one keeps the caches of older cards.
+        "zoom": None if card.zoom is None else _set_fields(asdict(card.zoom)),
         "runtime": runtime,
     }
     digest.update(json.dumps(spec, sort_keys=True).encode())
     return digest.hexdigest()[:16]
+
+
+def _set_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in fields.items() if value is not None}
 
 
 def synth_cache_name(card: ModelCard) -> str:

@@ -38,7 +38,7 @@ def test_letterbox_keeps_aspect_and_centres(
     frame: tuple[int, int], scale: float, pad_x: int, pad_y: int
 ) -> None:
     image = np.full((*frame, 3), (10, 20, 200), np.uint8)  # red in BGR
-    tensor, box_map = letterbox(image, card())
+    tensor, box_map = letterbox(image, card().input)
     assert tensor.shape == (1, 3, 240, 320) and tensor.dtype == np.float32
     assert box_map == Letterbox(scale, pad_x, pad_y)
     centre = tensor[0, :, 120, 160]
@@ -114,9 +114,9 @@ def test_letterbox_into_reused_buffers_matches_a_fresh_blob() -> None:
     buffers = InputBuffers(spec)
     for h, w in [(480, 640), (640, 480), (720, 1280), (100, 100)]:
         image = rng.integers(0, 256, (h, w, 3), np.uint8)
-        tensor, box_map = letterbox(image, card(), buffers)
+        tensor, box_map = letterbox(image, card().input, buffers)
         assert tensor is buffers.tensor
-        fresh, fresh_map = letterbox(image, card())
+        fresh, fresh_map = letterbox(image, card().input)
         assert fresh_map == box_map and np.array_equal(tensor, fresh)
         canvas = buffers.canvas
         expected = cv2.dnn.blobFromImage(canvas, spec.scale, swapRB=True)

@@ -41,6 +41,12 @@ def test_detector_fingerprint_changes_with_what_detections_depend_on(
     assert detector_fingerprint(card_in(tmp_path, model, **fields), runtime) != base
 
 
+def test_detector_fingerprint_changes_with_the_close_up_size(tmp_path):
+    default = detector_fingerprint(card_in(tmp_path, zoom=ZoomSpec()), "ort")
+    small = detector_fingerprint(card_in(tmp_path, zoom=ZoomSpec(size=(160, 120))), "ort")
+    assert small != default
+
+
 def test_detector_fingerprint_ignores_measured_numbers(tmp_path):
     card = card_in(tmp_path)
     remeasured = dataclasses.replace(card, metrics={"ap50": 0.99}, macs=1)
