@@ -6,8 +6,11 @@ For every tier and precision, side by side in one run: AP50 on held-out scenes
 (fonts and photos never used in training; 福, look-alikes only, or empty),
 precision and recall at the card's operating threshold, the per-frame false
 positive rate on scenes holding only look-alike posters (富 幅 副 逼 辐 蝠 祸 祝 禄 神
-and festive 春 喜 寿 财), MACs, parameters, file size and the median single-thread
-latency of the network. ``--write-cards`` stores these numbers in the model cards.
+and festive 春 喜 寿 财), MACs, parameters, file size, the median single-thread
+latency of the network alone, and the median and p90 time of a whole ``detect``
+call on those 640x480 scenes (letterbox, network, decoding and, for a card with
+a second look, its close-ups). ``--write-cards`` stores these numbers in the
+model cards.
 
 ``--pick-thresholds RATE`` first sets each card's operating threshold: the
 lowest score at which at most ``RATE`` of look-alike-only frames fire, measured
@@ -55,6 +58,11 @@ class Result:
     recall: float
     hard_negative_fp_rate: float
     latency_ms: float
+    """The network alone, one run."""
+    frame_ms: float
+    """A whole ``detect`` call on a held-out scene, close-ups included: the median..."""
+    frame_ms_p90: float
+    """...and the 90th percentile (frames with more candidates take longer)."""
 
 
 def held_out(
@@ -127,6 +135,8 @@ class SceneScores:
     """福 boxes in the mixed scenes."""
     worst_negative: list[float]
     """Per look-alike-only scene, its best detection's score (0 when none)."""
+    detect_ms: list[float]
+    """Time of each ``detect`` call, mixed and look-alike-only scenes."""
 
     def fp_rate(self, threshold: float) -> float:
         """Share of look-alike-only scenes with a detection at ``threshold``."""
@@ -136,18 +146,30 @@ class SceneScores:
 def score_scenes(
     detectors: dict[Path, OnnxDetector], scenes: int, split: Split
 ) -> dict[Path, SceneScores]:
-    """Every model on the same ``scenes`` mixed and look-alike-only scenes of ``split``."""
+    """Every model on the same ``scenes`` mixed and look-alike-only scenes of ``split``.
+
+    The models take turns on each scene, so load from elsewhere falls on their
+    ``detect`` times alike.
+    """
     scored: dict[Path, list[tuple[float, bool]]] = {p: [] for p in detectors}
     worst: dict[Path, list[float]] = {p: [] for p in detectors}
+    spent: dict[Path, list[float]] = {p: [] for p in detectors}
+
+    def timed(path: Path, image: ImageBGR) -> Detections:
+        start = time.perf_counter()
+        found = detectors[path].detect(image)
+        spent[path].append(1000 * (time.perf_counter() - start))
+        return found
+
     positives = 0
     for image, truth in held_out("mixed", scenes, split):
         positives += len(truth)
-        for path, detector in detectors.items():
-            scored[path] += match(detector.detect(image), truth)
+        for path in detectors:
+            scored[path] += match(timed(path, image), truth)
     for image, _ in held_out("negative", scenes, split):
-        for path, detector in detectors.items():
-            worst[path].append(max((d.score for d in detector.detect(image)), default=0.0))
-    return {p: SceneScores(scored[p], positives, worst[p]) for p in detectors}
+        for path in detectors:
+            worst[path].append(max((d.score for d in timed(path, image)), default=0.0))
+    return {p: SceneScores(scored[p], positives, worst[p], spent[p]) for p in detectors}
 
 
 def curve_detectors(cards: list[ModelCard]) -> dict[Path, OnnxDetector]:
@@ -170,6 +192,8 @@ def evaluate(cards: list[ModelCard], scenes: int, latency_runs: int) -> dict[Pat
             recall=sum(at_threshold) / max(1, got.positives),
             hard_negative_fp_rate=got.fp_rate(threshold),
             latency_ms=latency,
+            frame_ms=float(np.median(got.detect_ms)),
+            frame_ms_p90=float(np.percentile(got.detect_ms, 90)),
         )
     return results
 
@@ -203,7 +227,7 @@ def pick_thresholds(
 def format_table(cards: list[ModelCard], results: dict[Path, Result]) -> str:
     header = (
         f"{'model':<16}{'AP50':>7}{'P@thr':>7}{'R@thr':>7}{'negFP':>7}"
-        f"{'MMACs':>7}{'params':>8}{'bytes':>9}{'ms(1t)':>8}"
+        f"{'MMACs':>7}{'params':>8}{'bytes':>9}{'ms(1t)':>8}{'frame ms':>9}{'p90':>6}"
     )
     rows = [header]
     for card in cards:
@@ -212,6 +236,7 @@ def format_table(cards: list[ModelCard], results: dict[Path, Result]) -> str:
             f"{card.model_path.stem:<16}{r.ap50:>7.3f}{r.precision:>7.3f}{r.recall:>7.3f}"
             f"{r.hard_negative_fp_rate:>7.3f}{card.macs / 1e6:>7.0f}{card.params:>8}"
             f"{card.model_path.stat().st_size:>9}{r.latency_ms:>8.1f}"
+            f"{r.frame_ms:>9.1f}{r.frame_ms_p90:>6.1f}"
         )
     return "\n".join(rows)
 
