@@ -53,6 +53,10 @@ class Detections:
     """What one detector saw in one frame, best score first."""
 
     items: tuple[Detection, ...] = ()
+    runs: float = 1.0
+    """Network work they took, in runs at the model's input size: a two-pass detector adds
+    one per close-up (less for close-ups at a smaller input). An emulated phone (``hw_sim``)
+    is charged for it."""
 
     def __iter__(self) -> Iterator[Detection]:
         return iter(self.items)
@@ -61,7 +65,7 @@ class Detections:
         return len(self.items)
 
     def above(self, min_score: float) -> Detections:
-        return Detections(tuple(d for d in self.items if d.score >= min_score))
+        return Detections(tuple(d for d in self.items if d.score >= min_score), self.runs)
 
 
 class Detector(Protocol):

@@ -276,20 +276,41 @@ class OnnxDetector:
         zoom = self.card.zoom
         if zoom is None:
             return Detections(tuple(candidates))
-        confirmed = (self.second_look(image, c, zoom) for c in candidates[: zoom.max_candidates])
-        return Detections(tuple(suppress(d for d in confirmed if d is not None)))
+        looked = candidates[: zoom.max_candidates]
+        regions = [self.close_up_region(image, c, zoom) for c in looked]
+        confirmed = [
+            self.second_look(image, c, region) for c, region in zip(looked, regions, strict=True)
+        ]
+        close_ups = sum(region is not None for region in regions)
+        return Detections(
+            tuple(suppress(d for d in confirmed if d is not None)),
+            1.0 + close_ups * self.close_up_work,
+        )
 
-    def second_look(
+    @property
+    def close_up_work(self) -> float:
+        """A close-up's network work in first-look runs: the ratio of their input pixels."""
+        first, close = self.network.spec, self.close_up.spec
+        return (close.width * close.height) / (first.width * first.height)
+
+    def close_up_region(
         self, image: ImageBGR, candidate: Detection, zoom: ZoomSpec
-    ) -> Detection | None:
-        """``candidate`` scored again on its close-up; ``None`` if the close-up does not confirm it.
-
-        The close-up's box replaces the first one: it was seen with more pixels.
-        """
+    ) -> tuple[int, int, int, int] | None:
+        """:func:`zoom_region` of ``candidate`` in ``image``, in the close-up input's aspect."""
         height, width = image.shape[:2]
         spec = self.close_up.spec
-        region = zoom_region(candidate.box, width, height, zoom.fill, spec.width / spec.height)
-        if region is None:  # the close-up would be the whole frame: the first look stands
+        return zoom_region(candidate.box, width, height, zoom.fill, spec.width / spec.height)
+
+    def second_look(
+        self, image: ImageBGR, candidate: Detection, region: tuple[int, int, int, int] | None
+    ) -> Detection | None:
+        """``candidate`` scored again on its close-up ``region`` (see :meth:`close_up_region`).
+
+        ``None`` if the close-up does not confirm it. The close-up's box replaces
+        the first one: it was seen with more pixels. Without a region (the
+        close-up would be the whole frame) the first look stands.
+        """
+        if region is None:
             return candidate if candidate.score >= self.threshold else None
         x0, y0, x1, y1 = region
         near = _shifted(candidate.box, -x0, -y0)  # in crop pixels

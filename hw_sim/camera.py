@@ -45,5 +45,6 @@ def to_received(detections: Detections, scale: float) -> Detections:
                 (d.box[0] / scale, d.box[1] / scale, d.box[2] / scale, d.box[3] / scale),
             )
             for d in detections
-        )
+        ),
+        detections.runs,
     )

@@ -85,16 +85,16 @@ class EmulatedDevice:
         probe.cool_until(t, self.profile.thermal.cool_tau_s)
         return self.profile.thermal.speed(probe.heat)
 
-    def run(self, index: int, start: float) -> float:
+    def run(self, index: int, start: float, runs: float = 1.0) -> float:
         """Seconds the device takes for frame ``index`` started at media time ``start``.
 
-        The device cools from its last frame to ``start`` and heats while busy.
+        ``runs`` network runs (a two-pass detector's close-ups add one each). The
+        device cools from its last frame to ``start`` and heats while busy.
         """
         thermal = self.profile.thermal
         self.state.cool_until(start, thermal.cool_tau_s)
         speed = thermal.speed(self.state.heat)
-        latency = (
-            self.nominal_latency / speed * jitter_factor(self.seed, index, self.profile.jitter)
-        )
+        nominal = self.model.nominal_latency(self.profile, runs)
+        latency = nominal / speed * jitter_factor(self.seed, index, self.profile.jitter)
         self.state.heat_until(start + latency, thermal.heat_tau_s)
         return latency

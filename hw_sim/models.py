@@ -47,13 +47,14 @@ class ModelSpec:
         bytes_per_weight = 1 if self.int8 else 4
         return self.params * bytes_per_weight * WORKSPACE_FACTOR / 2**20
 
-    def nominal_latency(self, profile: DeviceProfile) -> float:
+    def nominal_latency(self, profile: DeviceProfile, runs: float = 1.0) -> float:
         """Seconds per frame on ``profile`` at full speed, without jitter.
 
-        ``2 * MACs / effective ops per second + fixed pre-processing cost``.
+        ``runs * 2 * MACs / effective ops per second + fixed pre-processing cost``:
+        a two-pass detector runs the network once more per close-up.
         """
         compute = 2.0 * self.macs / (profile.gop_s(self.int8) * 1e9)
-        return profile.preprocess_ms / 1000.0 + compute
+        return profile.preprocess_ms / 1000.0 + runs * compute
 
 
 def card_accuracy(card: ModelCard) -> float | None:

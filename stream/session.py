@@ -223,13 +223,28 @@ class Session:
             try:
                 done = await loop.run_in_executor(self._executor, self._process, pending)
             except FrameError as exc:
+                self._settle(1)  # the phone spent a frame's work on it all the same
                 await self._send(error_message(exc.code, str(exc)))
             else:
-                latency = await self._wait_for_device(done, start)
+                # The phone pays for every network run the detector made (its close-ups).
+                emulated = self._settle(done.detections.runs)
+                latency = await self._wait_for_device(done, start, emulated)
                 update = self.voter.update(done.detections, pending.t)
                 await self._publish(done, update, latency, start)
             self._running = False
             self._check_idle()
+
+    def _settle(self, runs: float) -> float | None:
+        """The open start took ``runs`` network runs: its emulated latency (None: pass-through).
+
+        Only now does the timeline know when the phone frees, so only now are
+        the frames that arrived meanwhile decided.
+        """
+        if self._timeline is None or not self._timeline.is_open:
+            return None
+        latency, after = self._timeline.settle(runs)
+        self._enqueue(after)
+        return latency
 
     def _enqueue(self, starts: list[Start[PendingFrame]]) -> None:
         self._starts.extend(starts)
@@ -268,16 +283,17 @@ class Session:
                 await asyncio.wait_for(self._wake.wait(), max(0.0, deadline - loop.time()))
             except TimeoutError:
                 self._enqueue(self._timeline.advance(due))
+            if self._realtime:  # skipping an overdue start may leave none yet: wait again
+                self._skip_overdue()
         if self._closed:
             return None
-        if self._realtime:
-            self._skip_overdue()
         start = self._starts.popleft()
         return start.frame, start
 
     def _skip_overdue(self) -> None:
-        """Drop queued starts the phone would have finished more than ``max_lag`` ago, but
-        keep the newest. Now, in media time, is at least the last arrival's.
+        """Skip the start the phone would have begun more than ``max_lag`` ago while newer
+        frames wait: settle it as one run, unrun. Now, in media time, is at least the last
+        arrival's.
 
         Only a host slower than the emulated phone leaves such starts; then
         timing is the host's, not the phone's, and a warning says so.
@@ -285,8 +301,13 @@ class Session:
         if self._origin is None or self._timeline is None:
             return
         now = max(asyncio.get_running_loop().time() - self._origin, self._timeline.last_arrival)
-        while len(self._starts) > 1 and self._starts[0].finish + self._max_lag < now:
+        while (
+            self._starts
+            and self._timeline.has_waiting
+            and self._starts[0].start + self._max_lag < now
+        ):
             self._starts.popleft()
+            self._starts.extend(self._timeline.settle(1)[1])
             self.host_behind += 1
             if self.host_behind == 1:
                 log.warning(
@@ -295,24 +316,25 @@ class Session:
                 )
 
     async def _wait_for_device(
-        self, done: ProcessedFrame, start: Start[PendingFrame] | None
+        self, done: ProcessedFrame, start: Start[PendingFrame] | None, emulated: float | None
     ) -> float:
-        """Seconds the device took for ``done``; a real-time session waits until it is done."""
-        if start is None:
+        """Seconds the device took for ``done`` (``emulated``, or the host's for a pass-through
+        profile); a real-time session waits until the phone is done."""
+        if start is None or emulated is None:
             return done.host_latency
-        if done.host_latency > start.latency:
+        if done.host_latency > emulated:
             self.host_slower += 1
             if self.host_slower == 1:
                 log.warning(
                     "host inference (%.1f ms) slower than emulated %r (%.1f ms)",
                     done.host_latency * 1000,
                     self.simulator.profile.name,
-                    start.latency * 1000,
+                    emulated * 1000,
                 )
         if self._realtime and self._origin is not None:
             loop = asyncio.get_running_loop()
-            await asyncio.sleep(max(0.0, self._origin + start.finish - loop.time()))
-        return start.latency
+            await asyncio.sleep(max(0.0, self._origin + start.start + emulated - loop.time()))
+        return emulated
 
     def _process(self, pending: PendingFrame) -> ProcessedFrame:
         """Decode and detect; runs in the executor."""
@@ -342,7 +364,7 @@ class Session:
             device["dropped"] = start.dropped + self.host_behind
             device["camera_skipped"] = start.camera_skipped
             device["start_t"] = round(start.start, 4)
-            device["done_t"] = round(start.finish, 4)
+            device["done_t"] = round(start.start + latency, 4)
         await self._send(
             {
                 "type": "frame",

@@ -97,17 +97,33 @@ def test_a_candidate_as_big_as_the_frame_keeps_its_first_score() -> None:
     detector = zoomed("l")
     frame = np.zeros((480, 640, 3), np.uint8)
     whole = Detection("fu", 0.9, (100.0, 0.0, 540.0, 480.0))
-    assert detector.second_look(frame, whole, ZoomSpec()) == whole
+    assert detector.close_up_region(frame, whole, ZoomSpec()) is None
+    assert detector.second_look(frame, whole, None) == whole
     weak = Detection("fu", 0.5, (100.0, 0.0, 540.0, 480.0))
-    assert detector.second_look(frame, weak, ZoomSpec()) is None
+    assert detector.second_look(frame, weak, None) is None
 
 
 def test_a_candidate_on_a_blank_close_up_is_dropped() -> None:
     detector = zoomed("l")
     frame = np.full((480, 640, 3), 128, np.uint8)
-    assert (
-        detector.second_look(frame, Detection("fu", 0.95, (300, 220, 340, 260)), ZoomSpec()) is None
-    )
+    candidate = Detection("fu", 0.95, (300, 220, 340, 260))
+    region = detector.close_up_region(frame, candidate, ZoomSpec())
+    assert region is not None
+    assert detector.second_look(frame, candidate, region) is None
+
+
+def test_detections_count_the_network_runs_of_both_looks() -> None:
+    detector = zoomed("l")
+    zoom = detector.card.zoom
+    assert zoom is not None
+    frame = make_clip(3, n_frames=1).frames[0]
+    candidates = detector.look(frame, detector.candidate_threshold)[: zoom.max_candidates]
+    close_ups = sum(detector.close_up_region(frame, c, zoom) is not None for c in candidates)
+    assert close_ups > 0
+    assert detector.detect(frame).runs == 1 + close_ups
+    assert detector.detect(frame).above(0.99).runs == 1 + close_ups
+    one_look = OnnxDetector(dataclasses.replace(detector.card, zoom=None))
+    assert one_look.detect(frame).runs == 1
 
 
 def test_without_zoom_the_detector_reports_the_first_look() -> None:
@@ -155,6 +171,11 @@ def test_close_ups_run_at_the_size_the_card_asks_for() -> None:
     found = [d for clip in frames for d in small.detect(clip.frames[0])]
     hits = sum(any(iou(d.box, t) >= 0.5 for d in found) for t in truth)
     assert hits >= 0.75 * len(truth)
+    # the phone is charged a quarter of a run for each close-up at a quarter of the pixels
+    assert small.close_up_work == 0.25 and same.close_up_work == 1.0
+    frame = frames[3].frames[0]
+    assert same.detect(frame).runs > 1
+    assert small.detect(frame).runs - 1 == 0.25 * (same.detect(frame).runs - 1)
 
 
 def test_a_card_reads_the_close_up_size(tmp_path) -> None:  # type: ignore[no-untyped-def]

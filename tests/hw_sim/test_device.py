@@ -2,6 +2,7 @@ import math
 import statistics
 
 import pytest
+from schedules import settled
 
 from hw_sim import (
     DeviceProfile,
@@ -31,6 +32,19 @@ def test_latency_is_two_ops_per_mac_over_speed_plus_preprocessing(gop_s, preproc
     device = EmulatedDevice(phone(gop_s=gop_s, preprocess_ms=preprocess_ms), MODEL)
     assert device.nominal_latency == pytest.approx(expected)
     assert device.run(0, 0.0) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("preprocess_ms", "runs", "expected"),
+    [
+        (0.0, 2, 0.020),  # all network: a close-up costs one more frame's worth
+        (5.0, 2, 0.025),  # pre-processing is paid once, the network twice
+        (5.0, 4, 0.045),
+    ],
+)
+def test_each_network_run_costs_the_network_not_the_preprocessing(preprocess_ms, runs, expected):
+    device = EmulatedDevice(phone(preprocess_ms=preprocess_ms), MODEL)  # 10 ms network
+    assert device.run(0, 0.0, runs) == pytest.approx(expected)
 
 
 def test_fp32_models_use_the_fp32_speed():
@@ -117,7 +131,13 @@ def test_simulator_timelines_start_cool_and_repeat_by_seed():
     runs = []
     for _ in range(2):
         timeline = simulator.timeline()
-        runs.append([s.latency for t in range(20) for s in timeline.offer(t, t, t * 0.1)])
+        runs.append(
+            [
+                latency
+                for t in range(20)
+                for _, latency in settled(timeline, timeline.offer(t, t, t * 0.1))
+            ]
+        )
     assert runs[0] == runs[1]
 
 

@@ -1,6 +1,7 @@
 """Sessions on an emulated phone: same schedule and messages in real time and in fast mode."""
 
 import asyncio
+import dataclasses
 import itertools
 
 import pytest
@@ -37,7 +38,7 @@ def strip_host_timing(messages):
     return [{k: v for k, v in m.items() if k != "server_ms"} for m in messages]
 
 
-async def play(profile, frames, realtime, seed=0):
+async def play(profile, frames, realtime, seed=0, detector=None):
     """Messages (with the loop time each was sent at) of one session over ``frames``."""
     loop = asyncio.get_running_loop()
     sent = []
@@ -47,7 +48,12 @@ async def play(profile, frames, realtime, seed=0):
 
     simulator = DeviceSimulator(profile, MODEL, seed)
     session = Session(
-        RedSquareDetector("s"), KOfNVoter(), simulator, send, InlineExecutor(), realtime=realtime
+        detector or RedSquareDetector("s"),
+        KOfNVoter(),
+        simulator,
+        send,
+        InlineExecutor(),
+        realtime=realtime,
     )
     runner = asyncio.create_task(session.run())
     start = loop.time()
@@ -91,6 +97,40 @@ def test_real_time_session_publishes_each_frame_when_the_phone_would_be_done():
         assert message["device"]["latency_ms"] == pytest.approx(
             (message["device"]["done_t"] - message["device"]["start_t"]) * 1000, abs=0.2
         )
+
+
+class CloseUpDetector(RedSquareDetector):
+    """The red square, found with a first look and two close-ups whenever it is in view."""
+
+    def detect(self, image):
+        found = super().detect(image)
+        return dataclasses.replace(found, runs=3) if len(found) else found
+
+
+def test_the_phone_pays_for_the_detectors_close_ups():
+    cool = phone(jitter=0.0, thermal=Thermal())  # 105 ms a frame: 5 ms + 100 ms network
+    _, sent, _ = run_virtual(lambda: play(cool, clip(), False, detector=CloseUpDetector("s")))
+    frames = [m for _, m in sent if m["type"] == "frame"]
+    latencies = {bool(m["detections"]): m["device"]["latency_ms"] for m in frames}
+    assert latencies == {False: pytest.approx(105.0), True: pytest.approx(305.0)}
+    for a, b in itertools.pairwise(frames):  # the next frame starts once the close-ups are done
+        assert b["device"]["start_t"] >= a["device"]["done_t"] - 1e-9
+
+
+@pytest.mark.parametrize(
+    ("profile", "seed"),
+    [
+        (phone(), 0),
+        (phone(), 7),
+        (phone(gop_s=40.0, jitter=0.0), 0),  # one look keeps up with the camera, three do not
+        (phone(gop_s=4.0, camera_fps=24.0), 3),
+    ],
+)
+def test_close_ups_keep_fast_mode_on_the_real_time_schedule(profile, seed):
+    detector = CloseUpDetector("s")
+    _, real, _ = run_virtual(lambda: play(profile, clip(), True, seed, detector))
+    _, fast, _ = run_virtual(lambda: play(profile, clip(), False, seed, detector))
+    assert strip_host_timing([m for _, m in real]) == strip_host_timing([m for _, m in fast])
 
 
 def test_dropped_frames_are_counted_and_every_frame_is_accounted_for():

@@ -1,4 +1,4 @@
-"""The 福 model and the target matcher on one frame: merged detections, the model's tier."""
+"""The 福 model and the target matcher on one frame: merged, with the model's tier and runs."""
 
 import numpy as np
 
@@ -15,10 +15,11 @@ class Fixed:
         return self.found
 
 
-def test_detections_are_merged_best_first_under_the_models_tier() -> None:
-    fu = Detections((Detection("fu", 0.7, (0, 0, 10, 10)),))
+def test_detections_are_merged_best_first_under_the_models_tier_and_runs() -> None:
+    fu = Detections((Detection("fu", 0.7, (0, 0, 10, 10)),), runs=3)
     target = Detections((Detection("poster", 0.9, (20, 20, 40, 40)),))
     combined = CombinedDetector(Fixed(fu), Fixed(target, "objects"))
     found = combined.detect(np.zeros((48, 64, 3), np.uint8))
     assert [d.label for d in found] == ["poster", "fu"]
+    assert found.runs == 3  # the matcher is not emulated: only the network's runs count
     assert combined.tier == "l"
