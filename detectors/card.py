@@ -40,6 +40,9 @@ class ZoomSpec:
     candidates: float = 0.3
     max_candidates: int = 6
     size: tuple[int, int] | None = None
+    min_zoom: float | None = None
+    """No close-up for a candidate whose crop would magnify the frame less than this;
+    ``None``: only when the crop would hold the whole frame (a zoom of 1)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +112,17 @@ def _zoom_spec(raw: dict[str, Any] | None) -> ZoomSpec | None:
         candidates=float(raw["candidates"]),
         max_candidates=int(raw["max_candidates"]),
         size=None if raw.get("size") is None else _size(raw["size"]),
+        min_zoom=None if raw.get("min_zoom") is None else float(raw["min_zoom"]),
     )
-    if not (0 < spec.fill < 1 and 0 <= spec.candidates <= 1 and spec.max_candidates > 0):
+    if not (
+        0 < spec.fill < 1
+        and 0 <= spec.candidates <= 1
+        and spec.max_candidates > 0
+        and (spec.min_zoom is None or spec.min_zoom >= 1)
+    ):
         raise ValueError(
-            f"zoom: want 0 < fill < 1, 0 <= candidates <= 1, max_candidates >= 1: {raw}"
+            "zoom: want 0 < fill < 1, 0 <= candidates <= 1, max_candidates >= 1, "
+            f"min_zoom >= 1: {raw}"
         )
     return spec
 

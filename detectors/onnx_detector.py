@@ -146,18 +146,19 @@ def suppress(found: Iterable[Detection]) -> list[Detection]:
 
 
 def zoom_region(
-    box: Box, width: int, height: int, fill: float, aspect: float
+    box: Box, width: int, height: int, fill: float, aspect: float, min_zoom: float = 1.0
 ) -> tuple[int, int, int, int] | None:
     """The close-up crop ``(x0, y0, x1, y1)`` for a candidate ``box`` in a ``width x height`` frame.
 
     The crop has the network input's ``aspect`` (width / height) and is sized
     so that the box spans ``fill`` of it, centred on the box and moved inside
-    the frame. ``None`` when that crop would hold the whole frame: the first
-    look already saw the box at that scale.
+    the frame. ``None`` when that crop would magnify the frame by less than
+    ``min_zoom`` (1: when it would hold the whole frame): the first look
+    already saw the box at about that scale.
     """
     crop_h = max(box[3] - box[1], (box[2] - box[0]) / aspect, fill * MIN_CROP_SIDE) / fill
     crop_w = crop_h * aspect
-    if crop_w >= width and crop_h >= height:
+    if crop_w * min_zoom >= width and crop_h * min_zoom >= height:
         return None
     crop_w, crop_h = min(crop_w, width), min(crop_h, height)
     x0 = min(max((box[0] + box[2] - crop_w) / 2, 0.0), width - crop_w)
@@ -299,7 +300,9 @@ class OnnxDetector:
         """:func:`zoom_region` of ``candidate`` in ``image``, in the close-up input's aspect."""
         height, width = image.shape[:2]
         spec = self.close_up.spec
-        return zoom_region(candidate.box, width, height, zoom.fill, spec.width / spec.height)
+        aspect = spec.width / spec.height
+        min_zoom = 1.0 if zoom.min_zoom is None else zoom.min_zoom
+        return zoom_region(candidate.box, width, height, zoom.fill, aspect, min_zoom)
 
     def second_look(
         self, image: ImageBGR, candidate: Detection, region: tuple[int, int, int, int] | None

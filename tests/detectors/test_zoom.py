@@ -44,6 +44,23 @@ def test_zoom_region(box, frame, fill, region) -> None:  # type: ignore[no-untyp
         assert 0 <= x0 < x1 <= frame[0] and 0 <= y0 < y1 <= frame[1]
 
 
+@pytest.mark.parametrize(
+    ("box", "min_zoom", "close_up"),
+    [
+        # a 150 px box: its crop (375 x 500) magnifies a 640x480 frame 1.28x
+        ((245, 165, 395, 315), 1.0, True),
+        ((245, 165, 395, 315), 1.25, True),
+        ((245, 165, 395, 315), 1.5, False),
+        # a 40 px box is magnified 4.8x: a close-up at any of these
+        ((300, 220, 340, 260), 2.0, True),
+    ],
+)
+def test_no_close_up_below_the_asked_magnification(  # type: ignore[no-untyped-def]
+    box, min_zoom, close_up
+) -> None:
+    assert (zoom_region(box, 640, 480, 0.4, ASPECT, min_zoom) is not None) == close_up
+
+
 def test_zoom_region_keeps_the_box_inside_and_at_the_asked_fill() -> None:
     box = (200.0, 150.0, 260.0, 210.0)
     x0, y0, x1, y1 = zoom_region(box, 640, 480, 0.4, ASPECT) or (0, 0, 0, 0)
@@ -116,7 +133,7 @@ def test_detections_count_the_network_runs_of_both_looks() -> None:
     detector = zoomed("l")
     zoom = detector.card.zoom
     assert zoom is not None
-    frame = make_clip(3, n_frames=1).frames[0]
+    frame = make_clip(4, n_frames=1).frames[0]  # a small 福: a close-up at any min_zoom
     candidates = detector.look(frame, detector.candidate_threshold)[: zoom.max_candidates]
     close_ups = sum(detector.close_up_region(frame, c, zoom) is not None for c in candidates)
     assert close_ups > 0
@@ -124,6 +141,19 @@ def test_detections_count_the_network_runs_of_both_looks() -> None:
     assert detector.detect(frame).above(0.99).runs == 1 + close_ups
     one_look = OnnxDetector(dataclasses.replace(detector.card, zoom=None))
     assert one_look.detect(frame).runs == 1
+
+
+def test_a_candidate_the_first_look_saw_big_enough_gets_no_close_up() -> None:
+    card = find_card("l", "int8")
+    assert card.zoom is not None and card.zoom.min_zoom == 1.5
+    frame = make_clip(3, n_frames=1).frames[0]  # one 福, a third of the frame's height
+    shipped = OnnxDetector(card).detect(frame)
+    always = OnnxDetector(
+        dataclasses.replace(card, zoom=dataclasses.replace(card.zoom, min_zoom=None))
+    ).detect(frame)
+    assert (shipped.runs, always.runs) == (1, 2)
+    assert [d.label for d in shipped] == [d.label for d in always] == ["fu"]
+    assert iou(shipped.items[0].box, always.items[0].box) > 0.8
 
 
 def test_without_zoom_the_detector_reports_the_first_look() -> None:
@@ -144,6 +174,7 @@ def test_without_zoom_the_detector_reports_the_first_look() -> None:
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "size": [16, 120]},
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "size": [160]},
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "size": "160x120"},
+        {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "min_zoom": 0.5},
     ],
 )
 def test_bad_zoom_specs_are_refused(tmp_path, zoom) -> None:  # type: ignore[no-untyped-def]
@@ -173,7 +204,7 @@ def test_close_ups_run_at_the_size_the_card_asks_for() -> None:
     assert hits >= 0.75 * len(truth)
     # the phone is charged a quarter of a run for each close-up at a quarter of the pixels
     assert small.close_up_work == 0.25 and same.close_up_work == 1.0
-    frame = frames[3].frames[0]
+    frame = frames[4].frames[0]
     assert same.detect(frame).runs > 1
     assert small.detect(frame).runs - 1 == 0.25 * (same.detect(frame).runs - 1)
 
