@@ -128,10 +128,10 @@ def _zoom_spec(raw: dict[str, Any] | None) -> ZoomSpec | None:
 
 
 def _size(raw: Any) -> tuple[int, int]:
-    width, height = (int(v) for v in raw)
-    if width < MIN_ZOOM_SIDE or height < MIN_ZOOM_SIDE:
+    values = [int(v) for v in raw] if isinstance(raw, list) else []
+    if len(values) != 2 or min(values) < MIN_ZOOM_SIDE:
         raise ValueError(f"zoom: size wants [width, height], each >= {MIN_ZOOM_SIDE}: {raw}")
-    return width, height
+    return values[0], values[1]
 
 
 def list_cards(models_dir: Path = MODELS_DIR) -> list[ModelCard]:

@@ -254,8 +254,9 @@ class OnnxDetector:
 
         Its detections scoring ``threshold`` or more, best first.
         """
-        tensor, box_map = (network or self.network).prepare(image)
-        heatmap, boxes = (network or self.network).run(tensor)
+        net = network or self.network
+        tensor, box_map = net.prepare(image)
+        heatmap, boxes = net.run(tensor)
         h, w = image.shape[:2]
         return self.detections(heatmap, boxes, box_map, w, h, threshold)
 
@@ -311,7 +312,8 @@ class OnnxDetector:
 
         ``None`` if the close-up does not confirm it. The close-up's box replaces
         the first one: it was seen with more pixels. Without a region (the
-        close-up would be the whole frame) the first look stands.
+        close-up would magnify the frame less than the card's ``min_zoom``) the
+        first look stands.
         """
         if region is None:
             return candidate if candidate.score >= self.threshold else None

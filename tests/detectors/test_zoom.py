@@ -173,6 +173,7 @@ def test_without_zoom_the_detector_reports_the_first_look() -> None:
         {"fill": 0.4, "candidates": 0.3},
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "size": [16, 120]},
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "size": [160]},
+        {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "size": [160, 120, 3]},
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "size": "160x120"},
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "min_zoom": 0.5},
     ],
