@@ -9,8 +9,6 @@ close-up at a quarter of the cost of 320x240, without a second file to ship.
 
 from __future__ import annotations
 
-import math
-
 import onnx
 from onnx import numpy_helper
 
@@ -18,10 +16,9 @@ MAX_HALVINGS = 12
 
 
 def halved(side: int, times: int) -> int:
-    """A side after ``times`` stride-2 convolutions with padding 1 (each gives ``ceil(n / 2)``)."""
-    for _ in range(times):
-        side = math.ceil(side / 2)
-    return side
+    """A side after ``times`` stride-2 convolutions with padding 1: each gives ``ceil(n / 2)``,
+    so together ``ceil(side / 2**times)``."""
+    return -(-side // 2**times)
 
 
 def _halvings(input_side: int, side: int) -> int:
