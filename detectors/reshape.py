@@ -18,7 +18,7 @@ MAX_HALVINGS = 12
 def halved(side: int, times: int) -> int:
     """A side after ``times`` stride-2 convolutions with padding 1: each gives ``ceil(n / 2)``,
     so together ``ceil(side / 2**times)``."""
-    return -(-side // 2**times)
+    return -(-side // (1 << times))
 
 
 def _halvings(input_side: int, side: int) -> int:
