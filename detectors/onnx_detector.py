@@ -215,6 +215,9 @@ class OnnxDetector:
             model = at_input_size(onnx.load(card.model_path), width, height)
             spec = dataclasses.replace(card.input, width=width, height=height)
             self.close_up = Network(model.SerializeToString(), spec, outputs, threads)
+        first, close = self.network.spec, self.close_up.spec
+        self.close_up_work = (close.width * close.height) / (first.width * first.height)
+        """A close-up's network work in first-look runs: the ratio of their input pixels."""
 
     @property
     def tier(self) -> str:
@@ -288,12 +291,6 @@ class OnnxDetector:
             tuple(suppress(d for d in confirmed if d is not None)),
             1.0 + close_ups * self.close_up_work,
         )
-
-    @property
-    def close_up_work(self) -> float:
-        """A close-up's network work in first-look runs: the ratio of their input pixels."""
-        first, close = self.network.spec, self.close_up.spec
-        return (close.width * close.height) / (first.width * first.height)
 
     def close_up_region(
         self, image: ImageBGR, candidate: Detection, zoom: ZoomSpec
