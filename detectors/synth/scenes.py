@@ -7,6 +7,13 @@ end-to-end tests.
 
 A label is the box of the 福 character's ink (not of the poster around it), in
 pixels of the returned image, clipped to the image.
+
+Training stills (:func:`render_scene`) also hold look-alike posters cut by
+the frame edge, and do not label a 福 whose radical 礻 the edge cuts off:
+what is left, 畐, is the half that 幅 副 逼 蝠 辐 share, and a detector that
+calls it 福 fires on those look-alikes at the frame edge (docs/voting.md).
+Clips (:func:`make_clip`) keep every poster at least ``MIN_VISIBLE`` in the
+frame and label every such 福, as the voting evaluation has always scored them.
 """
 
 from __future__ import annotations
@@ -30,7 +37,14 @@ Rng = np.random.Generator
 FloatImage = npt.NDArray[np.float32]
 
 MIN_VISIBLE = 0.6
-"""A 福 at least this much inside the frame is labelled; one less visible is never generated."""
+"""A poster whose ink box is less inside the frame than this is never generated (but see
+``CUT_MIN_VISIBLE``)."""
+CUT_MIN_VISIBLE = 0.3
+"""How far inside the frame a look-alike poster of a training still need only be."""
+RADICAL_SHARE = 0.4
+"""The share of an upright 福's ink box, from the left, that its radical 礻 takes."""
+RADICAL_MIN_VISIBLE = 0.5
+"""A training still labels a 福 only if at least this much of its radical is in the frame."""
 CONTENT_MIX = (("fu", 0.55), ("negative", 0.3), ("empty", 0.15))
 """How often ``content="mixed"`` scenes hold 福, only look-alikes, or no poster at all."""
 
@@ -60,6 +74,9 @@ class Poster:
     color: FloatImage
     alpha: FloatImage
     ink_box: tuple[float, float, float, float]
+    radical_box: tuple[float, float, float, float]
+    """Where the radical of a 福 would be: the ink box's leading ``RADICAL_SHARE`` (its left,
+    or its right when the glyph is upside down)."""
 
 
 class Clip(NamedTuple):
@@ -69,18 +86,22 @@ class Clip(NamedTuple):
     boxes: list[Boxes]
 
 
-def _glyph_ink(rng: Rng, mask: npt.NDArray[np.uint8], side: int) -> FloatImage:
-    """The bank mask with random stroke weight, maybe upside down (倒福), resized to ``side``."""
+def _glyph_ink(rng: Rng, mask: npt.NDArray[np.uint8], side: int) -> tuple[FloatImage, bool]:
+    """The bank mask with random stroke weight, maybe upside down (倒福), resized to ``side``.
+
+    Returns the ink and whether it is upside down.
+    """
     weight = rng.choice(3, p=(0.2, 0.6, 0.2))
     if weight != 1:
         kernel = np.ones((3, 3), np.uint8)
         thinned = cv2.erode(mask, kernel) if weight == 0 else cv2.dilate(mask, kernel)
         mask = np.asarray(thinned, np.uint8)
-    if rng.random() < 0.3:
+    upside_down = bool(rng.random() < 0.3)
+    if upside_down:
         mask = mask[::-1, ::-1]
     interpolation = cv2.INTER_AREA if side < mask.shape[0] else cv2.INTER_LINEAR
     resized = cv2.resize(np.ascontiguousarray(mask), (side, side), interpolation=interpolation)
-    return resized.astype(np.float32) / 255.0
+    return resized.astype(np.float32) / 255.0, upside_down
 
 
 def _make_poster(rng: Rng, mask: npt.NDArray[np.uint8], glyph_side: int) -> Poster:
@@ -102,19 +123,20 @@ def _make_poster(rng: Rng, mask: npt.NDArray[np.uint8], glyph_side: int) -> Post
     base = shape.astype(np.float32) / 255.0
     ink = np.zeros((side, side), np.float32)
     offset = (side - glyph_side) // 2
-    ink[offset : offset + glyph_side, offset : offset + glyph_side] = _glyph_ink(
-        rng, mask, glyph_side
-    )
+    glyph, upside_down = _glyph_ink(rng, mask, glyph_side)
+    ink[offset : offset + glyph_side, offset : offset + glyph_side] = glyph
     shade = np.linspace(rng.uniform(0.8, 1.0), rng.uniform(0.9, 1.15), side, dtype=np.float32)
     paper_img = paper_bgr * (shade[:, None, None] if rng.random() < 0.5 else shade[None, :, None])
     color = paper_img * (1 - ink[..., None]) + ink_bgr * ink[..., None]
     ys, xs = np.nonzero(ink > 0.3)
-    ink_box = (
+    x0, y0, x1, y1 = (
         (float(xs.min()), float(ys.min()), float(xs.max() + 1), float(ys.max() + 1))
         if len(xs)
         else (0.0, 0.0, 0.0, 0.0)
     )
-    return Poster(color.astype(np.float32), np.maximum(base, ink), ink_box)
+    radical = RADICAL_SHARE * (x1 - x0)
+    radical_box = (x1 - radical, y0, x1, y1) if upside_down else (x0, y0, x0 + radical, y1)
+    return Poster(color.astype(np.float32), np.maximum(base, ink), (x0, y0, x1, y1), radical_box)
 
 
 def _placement(
@@ -169,13 +191,34 @@ def _paste(canvas: FloatImage, poster: Poster, corners: npt.NDArray[np.float32])
     roi += out[..., :3]
 
 
-def _ink_box_in_scene(poster: Poster, corners: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+def _in_scene(
+    poster: Poster, corners: npt.NDArray[np.float32], points: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]:
+    """``N x 2`` poster pixel ``points`` where they land in the scene."""
     side = poster.alpha.shape[0]
     src = np.array([[0, 0], [side, 0], [side, side], [0, side]], np.float32)
     warp = cv2.getPerspectiveTransform(src, corners)
-    bx0, by0, bx1, by1 = poster.ink_box
-    ink = np.array([[[bx0, by0], [bx1, by0], [bx1, by1], [bx0, by1]]], np.float32)
-    return np.asarray(cv2.perspectiveTransform(ink, warp)[0], np.float32)
+    return np.asarray(cv2.perspectiveTransform(points[None], warp)[0], np.float32)
+
+
+def _box_corners(box: tuple[float, float, float, float]) -> npt.NDArray[np.float32]:
+    x0, y0, x1, y1 = box
+    return np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], np.float32)
+
+
+def _share_in_frame(
+    poster: Poster,
+    corners: npt.NDArray[np.float32],
+    box: tuple[float, float, float, float],
+    width: int,
+    height: int,
+) -> float:
+    """Share of ``box`` (poster pixels) that lands inside the frame, on an 8 x 8 grid of points."""
+    x0, y0, x1, y1 = box
+    xs, ys = np.meshgrid(np.linspace(x0, x1, 8), np.linspace(y0, y1, 8))
+    points = _in_scene(poster, corners, np.stack([xs.ravel(), ys.ravel()], 1).astype(np.float32))
+    inside = (points[:, 0] >= 0) & (points[:, 0] < width) & (points[:, 1] >= 0)
+    return float(np.mean(inside & (points[:, 1] < height)))
 
 
 def _background(rng: Rng, split: Split, width: int, height: int) -> FloatImage:
@@ -264,10 +307,25 @@ def _pick_content(rng: Rng, content: Content) -> str:
     return names[rng.choice(len(names), p=[weight for _, weight in CONTENT_MIX])]
 
 
+def radical_in_view(
+    poster: Poster, corners: npt.NDArray[np.float32], width: int, height: int
+) -> bool:
+    """Whether at least ``RADICAL_MIN_VISIBLE`` of a 福 poster's radical lands in the frame."""
+    return (
+        _share_in_frame(poster, corners, poster.radical_box, width, height) >= RADICAL_MIN_VISIBLE
+    )
+
+
 def _place_posters(
-    rng: Rng, canvas: FloatImage, split: Split, content: str
+    rng: Rng, canvas: FloatImage, split: Split, content: str, *, cut_look_alikes: bool
 ) -> list[npt.NDArray[np.float32]]:
-    """Paste this scene's posters onto ``canvas``; return the ink corners of each 福."""
+    """Paste this scene's posters onto ``canvas``; return the ink corners of each labelled 福.
+
+    With ``cut_look_alikes`` (training stills), look-alikes may be cut by the
+    frame down to ``CUT_MIN_VISIBLE`` and a 福 is labelled only if its radical
+    is in view; without, every poster is at least ``MIN_VISIBLE`` in the frame
+    and every 福 placed is labelled.
+    """
     height, width = canvas.shape[:2]
     glyphs = load_glyphs(split)
     n_target = 1 + int(rng.random() < 0.2) + int(rng.random() < 0.05) if content == "fu" else 0
@@ -287,13 +345,16 @@ def _place_posters(
             # A 福 that found no free spot goes in the middle: "fu" scenes always hold one.
             last_chance = is_target and not targets and attempt == _PLACEMENT_TRIES - 1
             corners = _placement(rng, poster.alpha.shape[0], width, height, last_chance)
-            ink = _ink_box_in_scene(poster, corners)
+            ink = _in_scene(poster, corners, _box_corners(poster.ink_box))
             box = _box_of(corners)
             free = last_chance or all(_overlap(box, other) < 0.15 for other in taken)
-            if free and _visible_fraction(_box_of(ink), width, height) >= MIN_VISIBLE:
+            least = CUT_MIN_VISIBLE if cut_look_alikes and not is_target else MIN_VISIBLE
+            if free and _visible_fraction(_box_of(ink), width, height) >= least:
                 _paste(canvas, poster, corners)
                 taken.append(box)
-                if is_target:
+                if is_target and (
+                    not cut_look_alikes or radical_in_view(poster, corners, width, height)
+                ):
                     targets.append(ink)
                 break
     return targets
@@ -329,7 +390,8 @@ def render_scene(
         seed: the scene is a pure function of the arguments.
         width, height: image size in pixels.
         split: "train" draws from training fonts and photos, "eval" from held-out ones.
-        content: "fu" holds at least one 福 poster, "negative" only posters of
+        content: "fu" holds at least one 福 poster (unlabelled in the few scenes
+            where the frame cuts its radical off), "negative" only posters of
             look-alike or other festive characters, "empty" none, "mixed" a random one of these.
 
     Returns:
@@ -339,7 +401,7 @@ def render_scene(
     rng = np.random.default_rng(seed)
     canvas = _background(rng, split, width, height)
     _clutter(rng, canvas, int(rng.integers(0, 6)))
-    targets = _place_posters(rng, canvas, split, _pick_content(rng, content))
+    targets = _place_posters(rng, canvas, split, _pick_content(rng, content), cut_look_alikes=True)
     if rng.random() < 0.2:
         _clutter(rng, canvas, 1)  # may occlude a poster a little, like a hand or a door frame
     return _degrade(rng, canvas), _clip_boxes(targets, width, height)
@@ -371,12 +433,12 @@ def make_clip(
     _clutter(rng, base, int(rng.integers(0, 4)))
     if content == "mixed":
         with_fu = base.copy()
-        targets = _place_posters(rng, with_fu, split, "fu")
+        targets = _place_posters(rng, with_fu, split, "fu", cut_look_alikes=False)
         without = base.copy()
-        _place_posters(rng, without, split, "negative")
+        _place_posters(rng, without, split, "negative", cut_look_alikes=False)
         views = [(without, []), (with_fu, targets)]
     else:
-        targets = _place_posters(rng, base, split, content)
+        targets = _place_posters(rng, base, split, content, cut_look_alikes=False)
         views = [(base, targets)]
     ready = [(cv2.convertScaleAbs(v), t) for v, t in views]
     first, last = n_frames // 4, 3 * n_frames // 4

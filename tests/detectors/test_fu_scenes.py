@@ -3,8 +3,16 @@
 import numpy as np
 import pytest
 
+from detectors.synth import scenes
 from detectors.synth.bank import HELD_OUT_FONTS, load_glyphs
-from detectors.synth.scenes import make_clip, render_scene
+from detectors.synth.scenes import (
+    CUT_MIN_VISIBLE,
+    MIN_VISIBLE,
+    Poster,
+    make_clip,
+    radical_in_view,
+    render_scene,
+)
 
 
 def test_same_seed_same_scene() -> None:
@@ -81,3 +89,61 @@ def test_clip_shakes_like_a_hand() -> None:
     steps = np.linalg.norm(np.diff(centres, axis=0), axis=1)
     assert 0 < steps.max() < 20  # it moves, a few pixels a frame
     assert not np.array_equal(frames[0], frames[1])
+
+
+def _poster(upside_down: bool) -> Poster:
+    """A 100 px poster whose 福 ink fills it; its radical is the left (or right) 40 %."""
+    side = 100
+    radical = (60.0, 0.0, 100.0, 100.0) if upside_down else (0.0, 0.0, 40.0, 100.0)
+    return Poster(
+        np.zeros((side, side, 3), np.float32),
+        np.ones((side, side), np.float32),
+        (0.0, 0.0, 100.0, 100.0),
+        radical,
+    )
+
+
+@pytest.mark.parametrize(
+    ("left", "upside_down", "labelled"),
+    [
+        (50.0, False, True),  # whole in the 200 px wide frame
+        (-30.0, False, False),  # the frame's left edge cuts the radical off: 畐 is left
+        (130.0, False, True),  # the right edge cuts into 畐: 礻 still says 福
+        (-30.0, True, True),  # upside down (倒福): the radical is on the right
+        (130.0, True, False),
+    ],
+)
+def test_a_training_fu_is_labelled_only_with_its_radical_in_view(
+    left: float, upside_down: bool, labelled: bool
+) -> None:
+    corners = np.array([[left, 20], [left + 100, 20], [left + 100, 120], [left, 120]], np.float32)
+    assert radical_in_view(_poster(upside_down), corners, 200, 150) is labelled
+
+
+def test_training_stills_hold_cut_look_alikes_and_clips_do_not() -> None:
+    """Posters as placed: in training stills look-alikes may be cut down to
+    ``CUT_MIN_VISIBLE``; in clips every poster keeps ``MIN_VISIBLE`` in view."""
+    placed: dict[bool, list[float]] = {True: [], False: []}
+    paste = scenes._paste
+
+    def spy(canvas: np.ndarray, poster: Poster, corners: np.ndarray) -> None:
+        ink = scenes._in_scene(poster, corners, scenes._box_corners(poster.ink_box))
+        height, width = canvas.shape[:2]
+        visible = scenes._visible_fraction(scenes._box_of(ink), width, height)
+        placed[width == 320].append(visible)
+        paste(canvas, poster, corners)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scenes, "_paste", spy)
+        for seed in range(40):
+            render_scene(seed, 320, 240, "train", "negative")
+            make_clip(seed, 2, content="negative")
+    stills, clips = placed[True], placed[False]
+    assert min(clips) >= MIN_VISIBLE
+    assert min(stills) >= CUT_MIN_VISIBLE
+    assert any(v < MIN_VISIBLE for v in stills)
+
+
+def test_a_few_training_fu_scenes_have_only_a_cut_fu_and_no_label() -> None:
+    unlabelled = sum(not render_scene(seed, 320, 240, "eval", "fu")[1].size for seed in range(300))
+    assert 0 < unlabelled < 30
