@@ -133,7 +133,7 @@ def test_detections_count_the_network_runs_of_both_looks() -> None:
     detector = zoomed("l")
     zoom = detector.card.zoom
     assert zoom is not None
-    frame = make_clip(4, n_frames=1).frames[0]  # a small 福: a close-up at any min_zoom
+    frame = make_clip(5, n_frames=1).frames[0]  # a small 福: a close-up at any min_zoom
     candidates = detector.look(frame, detector.candidate_threshold)[: zoom.max_candidates]
     close_ups = sum(detector.close_up_region(frame, c, zoom) is not None for c in candidates)
     assert close_ups > 0
@@ -205,7 +205,7 @@ def test_close_ups_run_at_the_size_the_card_asks_for() -> None:
     assert hits >= 0.75 * len(truth)
     # the phone is charged a quarter of a run for each close-up at a quarter of the pixels
     assert small.close_up_work == 0.25 and same.close_up_work == 1.0
-    frame = frames[4].frames[0]
+    frame = frames[5].frames[0]  # a small 福
     assert same.detect(frame).runs > 1
     assert small.detect(frame).runs - 1 == 0.25 * (same.detect(frame).runs - 1)
 
