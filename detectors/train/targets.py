@@ -57,9 +57,16 @@ def make_targets(boxes: Boxes, height: int, width: int) -> tuple[Array, Array, A
 
 
 def _scene(
-    seed: int, width: int, height: int, split: Split, scales: tuple[float, ...]
+    seed: int,
+    width: int,
+    height: int,
+    split: Split,
+    scales: tuple[float, ...],
+    cut_look_alikes: bool,
 ) -> tuple[npt.NDArray[np.uint8], list[Array]]:
-    image, boxes = render_scene(seed, width, height, split, "mixed")
+    image, boxes = render_scene(
+        seed, width, height, split, "mixed", cut_look_alikes=cut_look_alikes
+    )
     rgb = np.ascontiguousarray(image[:, :, ::-1].transpose(2, 0, 1))
     targets = []
     for scale in scales:
@@ -75,20 +82,22 @@ def generate(
     height: int,
     split: Split = "train",
     scales: tuple[float, ...] = (1.0,),
+    cut_look_alikes: bool = False,
 ) -> tuple[npt.NDArray[np.uint8], list[Array]]:
     """Scenes for ``seeds`` as ``(N, 3, H, W)`` RGB uint8, and targets for each of ``scales``.
 
     The targets at scale ``k`` are ``(N, 6, kH/8, kW/8)`` and describe the scene
     shrunk by ``k`` (a tier that runs at a lower input resolution). Target
-    channels: heat, l, t, r, b, box weight.
+    channels: heat, l, t, r, b, box weight. ``cut_look_alikes``: see
+    :func:`detectors.synth.scenes.render_scene`.
     """
-    results = [_scene(s, width, height, split, scales) for s in seeds]
+    results = [_scene(s, width, height, split, scales, cut_look_alikes) for s in seeds]
     images = np.stack([r[0] for r in results])
     return images, [np.stack([r[1][i] for r in results]) for i in range(len(scales))]
 
 
 def _generate_chunk(
-    job: tuple[range, int, int, Split, tuple[float, ...]],
+    job: tuple[range, int, int, Split, tuple[float, ...], bool],
 ) -> tuple[npt.NDArray[np.uint8], list[Array]]:
     return generate(*job)
 
@@ -105,10 +114,12 @@ def generate_parallel(
     workers: int,
     scales: tuple[float, ...] = (1.0,),
     chunk: int = 256,
+    cut_look_alikes: bool = False,
 ) -> Iterator[tuple[npt.NDArray[np.uint8], list[Array]]]:
     """:func:`generate` in ``workers`` processes, yielding chunks in seed order as they are done."""
     jobs = [
-        (seeds[i : i + chunk], width, height, split, scales) for i in range(0, len(seeds), chunk)
+        (seeds[i : i + chunk], width, height, split, scales, cut_look_alikes)
+        for i in range(0, len(seeds), chunk)
     ]
     with Pool(workers, initializer=_single_threaded) as pool:
         yield from pool.imap(_generate_chunk, jobs)

@@ -127,7 +127,15 @@ class SceneStream:
         }
         self.ready = 0
         seeds = range(args.seed, args.seed + args.images)
-        chunks = generate_parallel(seeds, args.width, args.height, "train", args.workers, SCALES)
+        chunks = generate_parallel(
+            seeds,
+            args.width,
+            args.height,
+            "train",
+            args.workers,
+            SCALES,
+            cut_look_alikes=args.cut_look_alikes,
+        )
         self._thread = threading.Thread(target=self._fill, args=(chunks,), daemon=True)
         self._thread.start()
 
@@ -167,7 +175,15 @@ def train(args: argparse.Namespace) -> None:
     start = time.time()
     val_seeds = range(10**9, 10**9 + args.val)
     val_chunks = list(
-        generate_parallel(val_seeds, args.width, args.height, "eval", args.workers, SCALES)
+        generate_parallel(
+            val_seeds,
+            args.width,
+            args.height,
+            "eval",
+            args.workers,
+            SCALES,
+            cut_look_alikes=args.cut_look_alikes,
+        )
     )
     val = (
         torch.from_numpy(np.concatenate([c[0] for c in val_chunks])).to(device),
@@ -283,6 +299,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--min-ready", type=int, default=8000, help="scenes before training starts")
     parser.add_argument("--resume", type=Path, help="a supernet.pt to start from")
+    parser.add_argument(
+        "--cut-look-alikes",
+        action="store_true",
+        help="look-alikes cut by the frame edge; no label for a 福 whose radical is cut off",
+    )
     train(parser.parse_args(argv))
 
 

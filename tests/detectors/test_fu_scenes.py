@@ -1,5 +1,7 @@
 """The synthetic scene generator: deterministic by seed, labels that fit what was drawn."""
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -120,30 +122,42 @@ def test_a_training_fu_is_labelled_only_with_its_radical_in_view(
     assert radical_in_view(_poster(upside_down), corners, 200, 150) is labelled
 
 
-def test_training_stills_hold_cut_look_alikes_and_clips_do_not() -> None:
-    """Posters as placed: in training stills look-alikes may be cut down to
-    ``CUT_MIN_VISIBLE``; in clips every poster keeps ``MIN_VISIBLE`` in view."""
-    placed: dict[bool, list[float]] = {True: [], False: []}
+def _placed(render: Callable[[], object]) -> list[float]:
+    """How far inside the frame each poster that ``render`` pastes is."""
+    shares: list[float] = []
     paste = scenes._paste
 
     def spy(canvas: np.ndarray, poster: Poster, corners: np.ndarray) -> None:
         ink = scenes._in_scene(poster, corners, scenes._box_corners(poster.ink_box))
         height, width = canvas.shape[:2]
-        visible = scenes._visible_fraction(scenes._box_of(ink), width, height)
-        placed[width == 320].append(visible)
+        shares.append(scenes._visible_fraction(scenes._box_of(ink), width, height))
         paste(canvas, poster, corners)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(scenes, "_paste", spy)
-        for seed in range(40):
-            render_scene(seed, 320, 240, "train", "negative")
-            make_clip(seed, 2, content="negative")
-    stills, clips = placed[True], placed[False]
-    assert min(clips) >= MIN_VISIBLE
-    assert min(stills) >= CUT_MIN_VISIBLE
-    assert any(v < MIN_VISIBLE for v in stills)
+        render()
+    return shares
 
 
-def test_a_few_training_fu_scenes_have_only_a_cut_fu_and_no_label() -> None:
-    unlabelled = sum(not render_scene(seed, 320, 240, "eval", "fu")[1].size for seed in range(300))
-    assert 0 < unlabelled < 30
+def test_only_stills_asked_for_it_hold_look_alikes_cut_by_the_edge() -> None:
+    seeds = range(40)
+    cut = _placed(
+        lambda: [
+            render_scene(s, 320, 240, "train", "negative", cut_look_alikes=True) for s in seeds
+        ]
+    )
+    plain = _placed(lambda: [render_scene(s, 320, 240, "train", "negative") for s in seeds])
+    clips = _placed(lambda: [make_clip(s, 2, content="negative") for s in seeds])
+    assert min(cut) >= CUT_MIN_VISIBLE and any(v < MIN_VISIBLE for v in cut)
+    assert min(plain) >= MIN_VISIBLE and min(clips) >= MIN_VISIBLE
+
+
+def test_with_cut_look_alikes_a_few_fu_scenes_hold_only_an_unlabelled_cut_fu() -> None:
+    def unlabelled(cut_look_alikes: bool) -> int:
+        return sum(
+            not render_scene(s, 320, 240, "eval", "fu", cut_look_alikes=cut_look_alikes)[1].size
+            for s in range(300)
+        )
+
+    assert 0 < unlabelled(True) < 30
+    assert unlabelled(False) == 0
