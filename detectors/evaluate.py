@@ -66,12 +66,15 @@ class Result:
 
 
 def held_out(
-    content: Content, count: int, split: Split = "eval"
+    content: Content, count: int, split: Split = "eval", cut_look_alikes: bool = False
 ) -> Iterator[tuple[ImageBGR, Boxes]]:
-    """``count`` 640x480 scenes of ``content`` from ``split``, always the same ones."""
+    """``count`` 640x480 scenes of ``content`` from ``split``, always the same ones
+    (``cut_look_alikes``: :func:`render_scene`'s option)."""
     base = SEED_BASE[(split, str(content))]
     for i in range(count):
-        yield render_scene(base + i, FRAME_WIDTH, FRAME_HEIGHT, split, content)
+        yield render_scene(
+            base + i, FRAME_WIDTH, FRAME_HEIGHT, split, content, cut_look_alikes=cut_look_alikes
+        )
 
 
 def match(found: Detections, truth: Boxes) -> list[tuple[float, bool]]:
@@ -144,7 +147,7 @@ class SceneScores:
 
 
 def score_scenes(
-    detectors: dict[Path, OnnxDetector], scenes: int, split: Split
+    detectors: dict[Path, OnnxDetector], scenes: int, split: Split, cut_look_alikes: bool = False
 ) -> dict[Path, SceneScores]:
     """Every model on the same ``scenes`` mixed and look-alike-only scenes of ``split``.
 
@@ -162,11 +165,11 @@ def score_scenes(
         return found
 
     positives = 0
-    for image, truth in held_out("mixed", scenes, split):
+    for image, truth in held_out("mixed", scenes, split, cut_look_alikes):
         positives += len(truth)
         for path in detectors:
             scored[path] += match(timed(path, image), truth)
-    for image, _ in held_out("negative", scenes, split):
+    for image, _ in held_out("negative", scenes, split, cut_look_alikes):
         for path in detectors:
             worst[path].append(max((d.score for d in timed(path, image)), default=0.0))
     return {p: SceneScores(scored[p], positives, worst[p], spent[p]) for p in detectors}
@@ -177,10 +180,12 @@ def curve_detectors(cards: list[ModelCard]) -> dict[Path, OnnxDetector]:
     return {c.path: OnnxDetector(c, threads=1, threshold=CURVE_THRESHOLD) for c in cards}
 
 
-def evaluate(cards: list[ModelCard], scenes: int, latency_runs: int) -> dict[Path, Result]:
+def evaluate(
+    cards: list[ModelCard], scenes: int, latency_runs: int, cut_look_alikes: bool = False
+) -> dict[Path, Result]:
     """Run every model in ``cards`` over the same held-out scenes; see the module docstring."""
     detectors = curve_detectors(cards)
-    scores = score_scenes(detectors, scenes, "eval")
+    scores = score_scenes(detectors, scenes, "eval", cut_look_alikes)
     latencies = median_latencies_ms(list(detectors.values()), latency_runs)
     results = {}
     for (path, detector), latency in zip(detectors.items(), latencies, strict=True):
@@ -208,11 +213,12 @@ class ThresholdPick:
 
 
 def pick_thresholds(
-    cards: list[ModelCard], scenes: int, max_fp_rate: float
+    cards: list[ModelCard], scenes: int, max_fp_rate: float, cut_look_alikes: bool = False
 ) -> dict[Path, ThresholdPick]:
     """Per model, the lowest grid threshold at which <= ``max_fp_rate`` of look-alikes fire."""
     picks = {}
-    for path, got in score_scenes(curve_detectors(cards), scenes, "train").items():
+    detectors = curve_detectors(cards)
+    for path, got in score_scenes(detectors, scenes, "train", cut_look_alikes).items():
         ok = [t for t in THRESHOLD_GRID if got.fp_rate(t) <= max_fp_rate]
         threshold = float(ok[0] if ok else THRESHOLD_GRID[-1])
         hits = sum(tp for score, tp in got.scored if score >= threshold)
@@ -258,6 +264,12 @@ def main(argv: list[str] | None = None) -> int:
         help="first set each card's threshold to fire on at most RATE of look-alike frames "
         "(training-split scenes)",
     )
+    parser.add_argument(
+        "--cut-look-alikes",
+        action="store_true",
+        help="scenes with look-alikes cut by the frame edge, and no label for a 福 whose "
+        "radical is cut off (the training option of the same name)",
+    )
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
     command = shlex.join(["python", "run.py", "eval-model", *argv])
@@ -267,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         if c.tier in args.tiers and c.precision in args.precisions
     ]
     if args.pick_thresholds is not None:
-        picks = pick_thresholds(cards, args.scenes, args.pick_thresholds)
+        picks = pick_thresholds(cards, args.scenes, args.pick_thresholds, args.cut_look_alikes)
         print(f"{'model':<16}{'thr':>6}{'recall':>8}{'negFP':>7}   (training split)")
         for card in cards:
             pick = picks[card.path]
@@ -281,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{args.scenes} look-alike-only training-split frames fire: {command}",
             )
         cards = [read_card(card.path) for card in cards]
-    results = evaluate(cards, args.scenes, args.latency_runs)
+    results = evaluate(cards, args.scenes, args.latency_runs, args.cut_look_alikes)
     print(format_table(cards, results))
     if args.write_cards:
         for card in cards:
