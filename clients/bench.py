@@ -1227,8 +1227,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transports", default="websocket,webrtc")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per capacity step")
     parser.add_argument("--profile", default="high", help="device profile of the server sessions")
-    parser.add_argument("--ocr-clips", type=int, default=8, help="clips per content, OCR")
-    parser.add_argument("--ocr-per-clip", type=int, default=3, help="frames per clip, OCR")
+    parser.add_argument("--ocr-clips", type=int, default=40, help="clips per content, OCR")
+    parser.add_argument("--ocr-per-clip", type=int, default=2, help="frames per clip, OCR")
     parser.add_argument("--ocr-threads", type=int, default=1, help="threads, ours and OCR alike")
 
 
@@ -1285,7 +1285,7 @@ def run_bench(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
         checks = [c for tier in tiers for c in conv_checks(find_card(tier, "int8"))]
         if checks:
             out("\n" + format_conv_checks(checks))
-        variants = int8_variants(tiers[-1], args.rounds, args.runs, args.ocr_clips)
+        variants = int8_variants(tiers[-1], args.rounds, args.runs)
         if variants:
             out("\n" + format_variants(tiers[-1], variants))
         else:
