@@ -12,7 +12,9 @@ Metrics (see docs/voting.md):
 - event precision: first ``recognized`` of a 福's visit / all ``recognized``
   (a re-recognition of an object still in view counts against it);
 - event recall: visits of 福 in clear view for at least ``--min-view`` seconds
-  that got a ``recognized``;
+  that got a ``recognized``; "clear" is the detector's median score on the
+  visit, so beside it ``whole``: visits whose 福 is whole in the frame for
+  ``--min-view`` seconds, whatever the detector makes of it;
 - false recognitions per hour of negative video (look-alikes and clutter);
 - median and p95 delay from the first clear view to ``recognized``;
 - box jitter: RMS frame-to-frame change of the reported box's error, in % of
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from detectors.card import MODELS_DIR, ModelCard, find_card
 from detectors.core import Box, Detector, iou
@@ -40,7 +43,7 @@ from voting.core import VoteEvent, Voter, VoteUpdate
 from voting.evidence import ScoreModel
 from voting.presets import BASELINE, PRESETS, make_config, make_voter
 from voting.rendered import DEFAULT_CACHE, ClipSpec, render_missing
-from voting.simulate import FU, Clip, NoiseModel, make_sim_clip
+from voting.simulate import BASE_FPS, FRAME_H, FRAME_W, FU, Clip, NoiseModel, make_sim_clip
 from voting.tracker import IouTracker
 
 MATCH_IOU = 0.3
@@ -49,6 +52,9 @@ LLR_CAP = 3.0
 SIM_NEGATIVE_SECONDS = 20.0
 CALIBRATION_SEED = 1_000_000
 """Calibration clips use seeds from here up, disjoint from the evaluation seeds."""
+WHOLE_MARGIN = 0.01
+"""A box is whole in the frame when it keeps this share of the frame's short side from
+every edge."""
 
 
 @dataclass(slots=True)
@@ -64,6 +70,8 @@ class Tally:
     covered: int = 0
     hard_visits: int = 0
     hard_covered: int = 0
+    whole_visits: int = 0
+    whole_covered: int = 0
     delays: list[float] = field(default_factory=list)
     jitter_sq: float = 0.0
     jitter_n: int = 0
@@ -88,6 +96,10 @@ class Tally:
     @property
     def recall_hard(self) -> float:
         return self.hard_covered / self.hard_visits if self.hard_visits else math.nan
+
+    @property
+    def recall_whole(self) -> float:
+        return self.whole_covered / self.whole_visits if self.whole_visits else math.nan
 
     @property
     def false_per_hour(self) -> float:
@@ -165,7 +177,9 @@ def score_clip(
 
     Visits of at least ``min_view`` seconds count for recall: those of
     clarity ``clear`` or more in ``visits``/``covered``, the others in
-    ``hard_visits``/``hard_covered``. Delays are of the clear visits only.
+    ``hard_visits``/``hard_covered``; those whole in the frame for
+    ``min_view`` seconds, whatever their clarity, in ``whole_visits`` /
+    ``whole_covered`` too. Delays are of the clear visits only.
     """
     claimed: dict[tuple[int, int], float] = {}
     for update, i in zip(updates, clip.frame_index, strict=True):
@@ -181,6 +195,9 @@ def score_clip(
             if end - start < min_view:
                 continue
             delay = claimed.get((obj.id, v))
+            if whole_in_frame(obj.boxes, (start, end), min_view):
+                tally.whole_visits += 1
+                tally.whole_covered += delay is not None
             if clarity < clear:
                 tally.hard_visits += 1
                 tally.hard_covered += delay is not None
@@ -190,6 +207,27 @@ def score_clip(
                 tally.covered += 1
                 tally.delays.append(delay)
     _score_boxes(clip, updates, tally)
+
+
+def whole_in_frame(
+    boxes: npt.NDArray[np.float64], visit: tuple[float, float], min_view: float
+) -> bool:
+    """Whether ``boxes`` (one row a base frame, NaN when absent) stay whole in the frame
+    for ``min_view`` seconds in a row during ``visit``."""
+    margin = WHOLE_MARGIN * min(FRAME_W, FRAME_H)
+    rows = boxes[round(visit[0] * BASE_FPS) : round(visit[1] * BASE_FPS)]
+    with np.errstate(invalid="ignore"):  # NaN rows (not in view) compare False
+        whole = (
+            (rows[:, 0] >= margin)
+            & (rows[:, 1] >= margin)
+            & (rows[:, 2] <= FRAME_W - margin)
+            & (rows[:, 3] <= FRAME_H - margin)
+        )
+    longest = run = 0
+    for inside in whole:
+        run = run + 1 if inside else 0
+        longest = max(longest, run)
+    return longest >= round(min_view * BASE_FPS)
 
 
 def _score_recognition(
@@ -421,7 +459,7 @@ def format_table(tallies: dict[tuple[str, float], Tally]) -> str:
     width = max([10, *(len(name) for name, _ in tallies)])
     header = (
         f"{'voter':<{width}} {'fps':>4} {'events':>6} {'precision':>9} {'>= (95%)':>8} "
-        f"{'recall':>7} {'hard':>6} {'false/h':>7} {'<= (95%)':>8} {'repeat':>6} "
+        f"{'recall':>7} {'hard':>6} {'whole':>6} {'false/h':>7} {'<= (95%)':>8} {'repeat':>6} "
         f"{'median s':>8} {'p95 s':>6} {'jitter %':>8} {'err %':>6}"
     )
     lines = [header, "-" * len(header)]
@@ -429,6 +467,7 @@ def format_table(tallies: dict[tuple[str, float], Tally]) -> str:
         lines.append(
             f"{name:<{width}} {fps:>4g} {t.recognized:>6} {_pct(t.precision, 2):>9} "
             f"{_pct(t.precision_low, 2):>8} {_pct(t.recall, 1):>7} {_pct(t.recall_hard, 0):>6} "
+            f"{_pct(t.recall_whole, 1):>6} "
             f"{t.false_per_hour:>7.2f} {t.false_per_hour_high:>8.2f} {t.repeated:>6} "
             f"{t.delay(0.5):>8.2f} {t.delay(0.95):>6.2f} {t.jitter:>8.2f} {t.error:>6.2f}"
         )

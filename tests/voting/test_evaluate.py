@@ -248,3 +248,35 @@ def test_tally_bounds():
     assert tally.false_per_hour_high == pytest.approx(2 * 2.996, abs=1e-2)
     assert math.isnan(evaluate.Tally().precision_low)
     assert math.isnan(evaluate.Tally().false_per_hour_high)
+
+
+def _boxes_for(n, box, cut_from=None):
+    rows = np.tile(np.array(box, dtype=float), (n, 1))
+    if cut_from is not None:
+        rows[cut_from:, 0] = 0.0  # the frame's left edge cuts it from here on
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("boxes", "visit", "whole"),
+    [
+        (_boxes_for(60, BOX), (0.0, 2.0), True),
+        (_boxes_for(60, BOX), (0.0, 0.9), False),  # shorter than min_view
+        (_boxes_for(60, (0.0, 100.0, 100.0, 200.0)), (0.0, 2.0), False),  # touches the edge
+        (_boxes_for(60, (400.0, 300.0, 640.0, 480.0)), (0.0, 2.0), False),  # right and bottom
+        (_boxes_for(60, BOX, cut_from=20), (0.0, 2.0), False),  # whole for 0.67 s only
+        (_boxes_for(60, BOX, cut_from=45), (0.0, 2.0), True),  # whole for 1.5 s, then cut
+        (np.full((60, 4), np.nan), (0.0, 2.0), False),  # never in view
+    ],
+)
+def test_whole_in_frame_needs_min_view_seconds_clear_of_every_edge(boxes, visit, whole):
+    assert evaluate.whole_in_frame(boxes, visit, min_view=1.0) is whole
+
+
+@pytest.mark.parametrize("clarity", [0.9, 0.5])
+def test_whole_visits_count_whatever_the_detector_scored(clarity):
+    tally = evaluate.Tally()
+    clip = clip_with(visits=((0.0, 2.0),), clarity=(clarity,))
+    evaluate.score_clip(clip, updates_with([(24, recognized(0.8))]), tally, 1.0, 0.75)
+    assert (tally.whole_visits, tally.whole_covered, tally.recall_whole) == (1, 1, 1.0)
+    assert tally.visits + tally.hard_visits == 1
