@@ -13,7 +13,7 @@ labelled, unless a still is asked for ``cut_look_alikes``: then look-alike
 posters may be cut by the frame edge down to ``CUT_MIN_VISIBLE``, and a 福
 whose radical 礻 the edge cuts off is not labelled (what is left, 畐, is the
 half that 幅 副 逼 蝠 辐 share). A training option, measured and not shipped
-(docs/detector.md, "Cut by the frame edge").
+(docs/detector.md, "Run 9").
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ MIN_VISIBLE = 0.6
 """A poster whose ink box is less inside the frame than this is never generated (but see
 ``CUT_MIN_VISIBLE``)."""
 CUT_MIN_VISIBLE = 0.3
-"""How far inside the frame a look-alike poster of a training still need only be."""
+"""With ``cut_look_alikes``, how far inside the frame a look-alike poster need only be."""
 RADICAL_SHARE = 0.4
 """The share of an upright 福's ink box, from the left, that its radical 礻 takes."""
 RADICAL_MIN_VISIBLE = 0.5
-"""A training still labels a 福 only if at least this much of its radical is in the frame."""
+"""With ``cut_look_alikes``, a 福 is labelled only if this much of its radical is in the frame."""
 CONTENT_MIX = (("fu", 0.55), ("negative", 0.3), ("empty", 0.15))
 """How often ``content="mixed"`` scenes hold 福, only look-alikes, or no poster at all."""
 

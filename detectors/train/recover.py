@@ -13,9 +13,9 @@ that, in eval mode, the tier computes exactly its file, with running
 statistics measured on training scenes: training-mode batch norm then starts
 where the files are, not at a different network.
 
-The result is a checkpoint like :mod:`detectors.train.train` saves (``--resume``
-takes it) and :mod:`detectors.train.export` reads. The script checks it by
-running every tier against its file on held-out scenes.
+The result is a checkpoint for :mod:`detectors.train.train`'s ``--resume``
+(the model and the step count of the files' cards). The script checks it by
+running every tier against its file on scenes the statistics did not see.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ from detectors.synth.scenes import render_scene
 from detectors.train.model import INPUT_SCALE, TIERS, FuNet, SlimConv, input_size, materialize
 from detectors.train.train import at_scale
 
+WIDEST_INPUT = (320, 240)
+"""The widest tier's input (width, height), as in the shipped cards."""
 CALIBRATION_SEED = 6_000_000
 CHECK_SEED = 6_100_000
 MAX_RATIO_RESIDUAL = 1e-4
@@ -95,7 +97,7 @@ def from_files(files: dict[str, dict[str, np.ndarray]]) -> tuple[FuNet, float]:
 
 def _scenes(seed: int, count: int, tier: str) -> torch.Tensor:
     """``count`` training scenes at the widest tier's input, shrunk to ``tier``'s, in [0, 1]."""
-    width, height = input_size("l", 320, 240)
+    width, height = input_size("l", *WIDEST_INPUT)
     images = np.stack([render_scene(seed + i, width, height)[0][:, :, ::-1] for i in range(count)])
     x = torch.from_numpy(np.ascontiguousarray(images.transpose(0, 3, 1, 2))).float() / 255
     return at_scale(x, INPUT_SCALE[tier])
@@ -139,7 +141,7 @@ def calibrate(supernet: FuNet, scenes: int) -> None:
 
 
 def check(supernet: FuNet, paths: dict[str, Path], scenes: int) -> dict[str, float]:
-    """Largest difference of each tier's heat map from its file's, on held-out scenes."""
+    """Largest difference of each tier's heat map from its file's, on ``scenes`` scenes."""
     result = {}
     for tier, path in paths.items():
         model = materialize(supernet, tier)
@@ -178,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.save(
         {
             "model": supernet.state_dict(),
-            "args": card["training"] | {"recovered_from": str(args.models_dir)},
+            "args": {"recovered_from": str(args.models_dir)},
             "steps": int(card["training"]["steps"]),
         },
         args.out,
