@@ -115,7 +115,7 @@ def _poster(upside_down: bool) -> Poster:
         (130.0, True, False),
     ],
 )
-def test_a_training_fu_is_labelled_only_with_its_radical_in_view(
+def test_with_cut_look_alikes_a_fu_is_labelled_only_with_its_radical_in_view(
     left: float, upside_down: bool, labelled: bool
 ) -> None:
     corners = np.array([[left, 20], [left + 100, 20], [left + 100, 120], [left, 120]], np.float32)
