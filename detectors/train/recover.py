@@ -33,8 +33,8 @@ from onnx import numpy_helper
 from torch import nn
 
 from detectors.card import MODELS_DIR
-from detectors.synth.scenes import render_scene
 from detectors.train.model import INPUT_SCALE, TIERS, FuNet, SlimConv, input_size, materialize
+from detectors.train.targets import generate
 from detectors.train.train import at_scale
 
 WIDEST_INPUT = (320, 240)
@@ -97,10 +97,8 @@ def from_files(files: dict[str, dict[str, np.ndarray]]) -> tuple[FuNet, float]:
 
 def _scenes(seed: int, count: int, tier: str) -> torch.Tensor:
     """``count`` training scenes at the widest tier's input, shrunk to ``tier``'s, in [0, 1]."""
-    width, height = input_size("l", *WIDEST_INPUT)
-    images = np.stack([render_scene(seed + i, width, height)[0][:, :, ::-1] for i in range(count)])
-    x = torch.from_numpy(np.ascontiguousarray(images.transpose(0, 3, 1, 2))).float() / 255
-    return at_scale(x, INPUT_SCALE[tier])
+    images, _ = generate(range(seed, seed + count), *input_size("l", *WIDEST_INPUT))
+    return at_scale(torch.from_numpy(images).float() / 255, INPUT_SCALE[tier])
 
 
 def _keep_moments(into: list[torch.Tensor], _: nn.Module, inputs: tuple[torch.Tensor]) -> None:
