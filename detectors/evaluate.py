@@ -34,7 +34,7 @@ import numpy as np
 from detectors.card import MODELS_DIR, ModelCard, list_cards, read_card, update_card
 from detectors.core import Detections, ImageBGR, iou
 from detectors.onnx_detector import OnnxDetector, letterbox
-from detectors.synth.scenes import Boxes, Content, Split, render_scene
+from detectors.synth.scenes import Boxes, Content, LabelledScene, Split, render_labelled_scene
 
 FRAME_WIDTH, FRAME_HEIGHT = 640, 480
 AP_IOU = 0.5
@@ -67,18 +67,22 @@ class Result:
 
 def held_out(
     content: Content, count: int, split: Split = "eval", cut_look_alikes: bool = False
-) -> Iterator[tuple[ImageBGR, Boxes]]:
+) -> Iterator[LabelledScene]:
     """``count`` 640x480 scenes of ``content`` from ``split``, always the same ones
-    (``cut_look_alikes``: :func:`render_scene`'s option)."""
+    (``cut_look_alikes``: :func:`render_labelled_scene`'s option)."""
     base = SEED_BASE[(split, str(content))]
     for i in range(count):
-        yield render_scene(
+        yield render_labelled_scene(
             base + i, FRAME_WIDTH, FRAME_HEIGHT, split, content, cut_look_alikes=cut_look_alikes
         )
 
 
-def match(found: Detections, truth: Boxes) -> list[tuple[float, bool]]:
-    """(score, is true positive) per detection, best first, each truth box matched at most once."""
+def match(found: Detections, truth: Boxes, ignore: Boxes | None = None) -> list[tuple[float, bool]]:
+    """(score, is true positive) per detection, best first, each truth box matched at most once.
+
+    A detection that matches no truth box but an ``ignore`` box (a 福 cut too
+    far to label) is left out: it is neither right nor wrong.
+    """
     used = [False] * len(truth)
     scored = []
     for det in found:
@@ -89,6 +93,10 @@ def match(found: Detections, truth: Boxes) -> list[tuple[float, bool]]:
                 best, best_iou = i, overlap
         if best >= 0:
             used[best] = True
+        elif ignore is not None and any(
+            iou(det.box, (b[0], b[1], b[2], b[3])) >= AP_IOU for b in ignore
+        ):
+            continue
         scored.append((det.score, best >= 0))
     return scored
 
@@ -165,11 +173,11 @@ def score_scenes(
         return found
 
     positives = 0
-    for image, truth in held_out("mixed", scenes, split, cut_look_alikes):
+    for image, truth, ignore in held_out("mixed", scenes, split, cut_look_alikes):
         positives += len(truth)
         for path in detectors:
-            scored[path] += match(timed(path, image), truth)
-    for image, _ in held_out("negative", scenes, split, cut_look_alikes):
+            scored[path] += match(timed(path, image), truth, ignore)
+    for image, _, _ in held_out("negative", scenes, split, cut_look_alikes):
         for path in detectors:
             worst[path].append(max((d.score for d in timed(path, image)), default=0.0))
     return {p: SceneScores(scored[p], positives, worst[p], spent[p]) for p in detectors}
@@ -267,8 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cut-look-alikes",
         action="store_true",
-        help="scenes with look-alikes cut by the frame edge, and no label for a 福 whose "
-        "radical is cut off (the training option of the same name)",
+        help="scenes with look-alikes cut by the frame edge; detections of a 福 cut too far "
+        "to label count neither way (the training option of the same name)",
     )
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)

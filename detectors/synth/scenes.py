@@ -10,10 +10,13 @@ pixels of the returned image, clipped to the image.
 
 Every poster is at least ``MIN_VISIBLE`` in the frame and every 福 is
 labelled, unless a still is asked for ``cut_look_alikes``: then look-alike
-posters may be cut by the frame edge down to ``CUT_MIN_VISIBLE``, and a 福
-whose radical 礻 the edge cuts off is not labelled (what is left, 畐, is the
-half that 幅 副 逼 蝠 辐 share). A training option, measured and not shipped
-(docs/detector.md, "Run 9").
+posters may be cut by the frame edge down to ``CUT_MIN_VISIBLE``, and a 福 is
+labelled only while it can still be told from them: with its radical 礻 in
+view (what is left without it, 畐, is the half that 幅 副 逼 蝠 辐 share) and
+at least ``LABEL_MIN_VISIBLE`` of its ink in the frame. A 福 cut further is an
+*ignored* region (:func:`render_labelled_scene`): training neither rewards nor
+punishes a detection there, since no reader could say what the fragment is.
+A training option (docs/detector.md, "Run 9" and "Run 10").
 """
 
 from __future__ import annotations
@@ -44,7 +47,9 @@ CUT_MIN_VISIBLE = 0.3
 RADICAL_SHARE = 0.4
 """The share of an upright 福's ink box, from the left, that its radical 礻 takes."""
 RADICAL_MIN_VISIBLE = 0.5
-"""With ``cut_look_alikes``, a 福 is labelled only if this much of its radical is in the frame."""
+"""With ``cut_look_alikes``, a 福 is labelled only if this much of its radical is in the frame..."""
+LABEL_MIN_VISIBLE = 0.75
+"""...and this much of its ink box; otherwise it is an ignored region."""
 CONTENT_MIX = (("fu", 0.55), ("negative", 0.3), ("empty", 0.15))
 """How often ``content="mixed"`` scenes hold 福, only look-alikes, or no poster at all."""
 
@@ -77,6 +82,14 @@ class Poster:
     radical_box: tuple[float, float, float, float]
     """Where the radical of a 福 would be: the ink box's leading ``RADICAL_SHARE`` (its left,
     or its right when the glyph is upside down)."""
+
+
+class LabelledScene(NamedTuple):
+    """A still, its 福 boxes, and the boxes of 福 too cut off to label either way."""
+
+    image: ImageBGR
+    boxes: Boxes
+    ignore: Boxes
 
 
 class Clip(NamedTuple):
@@ -318,13 +331,15 @@ def radical_in_view(
 
 def _place_posters(
     rng: Rng, canvas: FloatImage, split: Split, content: str, *, cut_look_alikes: bool
-) -> list[npt.NDArray[np.float32]]:
-    """Paste this scene's posters onto ``canvas``; return the ink corners of each labelled 福.
+) -> tuple[list[npt.NDArray[np.float32]], list[npt.NDArray[np.float32]]]:
+    """Paste this scene's posters onto ``canvas``; return the ink corners of each 福,
+    labelled and ignored.
 
-    With ``cut_look_alikes``, look-alikes may be cut by the
-    frame down to ``CUT_MIN_VISIBLE`` and a 福 is labelled only if its radical
-    is in view; without, every poster is at least ``MIN_VISIBLE`` in the frame
-    and every 福 placed is labelled.
+    With ``cut_look_alikes``, look-alikes may be cut by the frame down to
+    ``CUT_MIN_VISIBLE`` and a 福 is labelled only with its radical and
+    ``LABEL_MIN_VISIBLE`` of its ink in view, and ignored otherwise; without,
+    every poster is at least ``MIN_VISIBLE`` in the frame and every 福 placed
+    is labelled.
     """
     height, width = canvas.shape[:2]
     glyphs = load_glyphs(split)
@@ -335,6 +350,7 @@ def _place_posters(
     kinds = [True] * n_target + [False] * (0 if content == "empty" else n_other)
     taken: list[tuple[float, float, float, float]] = []
     targets: list[npt.NDArray[np.float32]] = []
+    ignored: list[npt.NDArray[np.float32]] = []
     scale = min(width, height)
     for is_target in kinds:
         pool = glyphs.target if is_target else glyphs.negatives
@@ -349,15 +365,17 @@ def _place_posters(
             box = _box_of(corners)
             free = last_chance or all(_overlap(box, other) < 0.15 for other in taken)
             least = CUT_MIN_VISIBLE if cut_look_alikes and not is_target else MIN_VISIBLE
-            if free and _visible_fraction(_box_of(ink), width, height) >= least:
+            visible = _visible_fraction(_box_of(ink), width, height)
+            if free and visible >= least:
                 _paste(canvas, poster, corners)
                 taken.append(box)
-                if is_target and (
-                    not cut_look_alikes or radical_in_view(poster, corners, width, height)
-                ):
-                    targets.append(ink)
+                if is_target:
+                    legible = visible >= LABEL_MIN_VISIBLE and radical_in_view(
+                        poster, corners, width, height
+                    )
+                    (targets if legible or not cut_look_alikes else ignored).append(ink)
                 break
-    return targets
+    return targets, ignored
 
 
 def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
@@ -377,6 +395,47 @@ def _clip_boxes(corner_sets: list[npt.NDArray[np.float32]], width: int, height: 
     return boxes
 
 
+def render_labelled_scene(
+    seed: int,
+    width: int = 320,
+    height: int = 240,
+    split: Split = "train",
+    content: Content = "mixed",
+    *,
+    cut_look_alikes: bool = False,
+) -> LabelledScene:
+    """One synthetic camera still, the boxes of every 福 in it, and the 福 to ignore.
+
+    Args:
+        seed: the scene is a pure function of the arguments.
+        width, height: image size in pixels.
+        split: "train" draws from training fonts and photos, "eval" from held-out ones.
+        content: "fu" holds at least one 福 poster (ignored instead of labelled,
+            with ``cut_look_alikes``, in the few scenes where the frame cuts it),
+            "negative" only posters of look-alike or other festive characters,
+            "empty" none, "mixed" a random one of these.
+        cut_look_alikes: look-alikes cut by the frame edge, and a 福 cut so far
+            that it could be one of them ignored instead of labelled (module
+            docstring). Without it ``ignore`` is always empty.
+
+    Returns:
+        A ``height x width x 3`` BGR uint8 image and two ``N x 4`` float32
+        arrays of 福 ink boxes ``(x0, y0, x1, y1)``, clipped to the image.
+    """
+    rng = np.random.default_rng(seed)
+    canvas = _background(rng, split, width, height)
+    _clutter(rng, canvas, int(rng.integers(0, 6)))
+    picked = _pick_content(rng, content)
+    targets, ignored = _place_posters(rng, canvas, split, picked, cut_look_alikes=cut_look_alikes)
+    if rng.random() < 0.2:
+        _clutter(rng, canvas, 1)  # may occlude a poster a little, like a hand or a door frame
+    return LabelledScene(
+        _degrade(rng, canvas),
+        _clip_boxes(targets, width, height),
+        _clip_boxes(ignored, width, height),
+    )
+
+
 def render_scene(
     seed: int,
     width: int = 320,
@@ -386,31 +445,12 @@ def render_scene(
     *,
     cut_look_alikes: bool = False,
 ) -> tuple[ImageBGR, Boxes]:
-    """One synthetic camera still and the boxes of every 福 in it.
-
-    Args:
-        seed: the scene is a pure function of the arguments.
-        width, height: image size in pixels.
-        split: "train" draws from training fonts and photos, "eval" from held-out ones.
-        content: "fu" holds at least one 福 poster (unlabelled, with
-            ``cut_look_alikes``, in the few scenes where the frame cuts its radical
-            off), "negative" only posters of look-alike or other festive characters,
-            "empty" none, "mixed" a random one of these.
-        cut_look_alikes: look-alikes cut by the frame edge, and no label for a 福
-            whose radical is cut off (module docstring).
-
-    Returns:
-        ``(image, boxes)``: an ``height x width x 3`` BGR uint8 image and an
-        ``N x 4`` float32 array of 福 ink boxes ``(x0, y0, x1, y1)``.
-    """
-    rng = np.random.default_rng(seed)
-    canvas = _background(rng, split, width, height)
-    _clutter(rng, canvas, int(rng.integers(0, 6)))
-    picked = _pick_content(rng, content)
-    targets = _place_posters(rng, canvas, split, picked, cut_look_alikes=cut_look_alikes)
-    if rng.random() < 0.2:
-        _clutter(rng, canvas, 1)  # may occlude a poster a little, like a hand or a door frame
-    return _degrade(rng, canvas), _clip_boxes(targets, width, height)
+    """``(image, boxes)`` of :func:`render_labelled_scene`, for the many callers that need no
+    ignored regions."""
+    scene = render_labelled_scene(
+        seed, width, height, split, content, cut_look_alikes=cut_look_alikes
+    )
+    return scene.image, scene.boxes
 
 
 def make_clip(
@@ -439,12 +479,12 @@ def make_clip(
     _clutter(rng, base, int(rng.integers(0, 4)))
     if content == "mixed":
         with_fu = base.copy()
-        targets = _place_posters(rng, with_fu, split, "fu", cut_look_alikes=False)
+        targets, _ = _place_posters(rng, with_fu, split, "fu", cut_look_alikes=False)
         without = base.copy()
         _place_posters(rng, without, split, "negative", cut_look_alikes=False)
         views = [(without, []), (with_fu, targets)]
     else:
-        targets = _place_posters(rng, base, split, content, cut_look_alikes=False)
+        targets, _ = _place_posters(rng, base, split, content, cut_look_alikes=False)
         views = [(base, targets)]
     ready = [(cv2.convertScaleAbs(v), t) for v, t in views]
     first, last = n_frames // 4, 3 * n_frames // 4

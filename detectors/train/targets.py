@@ -4,6 +4,8 @@ For every 福 box: a Gaussian bump on the stride-8 heat map, exactly 1 at the
 cell nearest the box centre; box-regression targets (ltrb distances from the
 cell centre, input pixels) with a weight equal to the bump's value, on cells
 where the bump is above ``BOX_CELL_MIN`` and the cell centre is inside the box.
+An ignored box (a 福 cut too far to label) fills its cells with ``IGNORE_HEAT``:
+not a peak, and a negative weight ``(1 - heat) ** 4`` of 1e-8 in the focal loss.
 """
 
 from __future__ import annotations
@@ -15,24 +17,34 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from detectors.synth.scenes import Boxes, Split, render_scene
+from detectors.synth.scenes import Boxes, Split, render_labelled_scene
 from detectors.train.model import STRIDE, output_size, scaled_size
 
 BOX_CELL_MIN = 0.3
 SIGMA_FRACTION = 0.12
 """Gaussian sigma as a fraction of the box side (in cells), at least half a cell."""
+IGNORE_HEAT = 0.99
+"""Heat of an ignored box's cells: below the peak level 0.999, so that the focal loss
+neither rewards nor (to within 1e-8) punishes a detection there."""
 
 Array = npt.NDArray[np.float32]
 
 
-def make_targets(boxes: Boxes, height: int, width: int) -> tuple[Array, Array, Array]:
-    """Heat map ``(h, w)``, box targets ``(4, h, w)`` and box weights ``(h, w)`` for ``boxes``."""
+def make_targets(
+    boxes: Boxes, height: int, width: int, ignore: Boxes | None = None
+) -> tuple[Array, Array, Array]:
+    """Heat map ``(h, w)``, box targets ``(4, h, w)`` and box weights ``(h, w)`` for ``boxes``;
+    cells whose centre is in an ``ignore`` box are ignored, unless a box of ``boxes`` peaks
+    there."""
     w, h = output_size(width, height)
     heat = np.zeros((h, w), np.float32)
     ltrb = np.zeros((4, h, w), np.float32)
     weight = np.zeros((h, w), np.float32)
     cx = (np.arange(w, dtype=np.float32) + 0.5) * STRIDE
     cy = (np.arange(h, dtype=np.float32) + 0.5) * STRIDE
+    for x0, y0, x1, y1 in () if ignore is None else ignore:
+        cells = (cx[None] > x0) & (cx[None] < x1) & (cy[:, None] > y0) & (cy[:, None] < y1)
+        heat[cells] = IGNORE_HEAT
     for x0, y0, x1, y1 in boxes:
         if x1 - x0 < 2 or y1 - y0 < 2:
             continue
@@ -64,14 +76,14 @@ def _scene(
     scales: tuple[float, ...],
     cut_look_alikes: bool,
 ) -> tuple[npt.NDArray[np.uint8], list[Array]]:
-    image, boxes = render_scene(
+    scene = render_labelled_scene(
         seed, width, height, split, "mixed", cut_look_alikes=cut_look_alikes
     )
-    rgb = np.ascontiguousarray(image[:, :, ::-1].transpose(2, 0, 1))
+    rgb = np.ascontiguousarray(scene.image[:, :, ::-1].transpose(2, 0, 1))
     targets = []
     for scale in scales:
         w, h = scaled_size(width, height, scale)
-        heat, ltrb, weight = make_targets(boxes * scale, h, w)
+        heat, ltrb, weight = make_targets(scene.boxes * scale, h, w, scene.ignore * scale)
         targets.append(np.concatenate([heat[None], ltrb, weight[None]]))
     return rgb, targets
 
@@ -89,7 +101,7 @@ def generate(
     The targets at scale ``k`` are ``(N, 6, kH/8, kW/8)`` and describe the scene
     shrunk by ``k`` (a tier that runs at a lower input resolution). Target
     channels: heat, l, t, r, b, box weight. ``cut_look_alikes``: see
-    :func:`detectors.synth.scenes.render_scene`.
+    :func:`detectors.synth.scenes.render_labelled_scene`.
     """
     results = [_scene(s, width, height, split, scales, cut_look_alikes) for s in seeds]
     images = np.stack([r[0] for r in results])

@@ -302,7 +302,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--cut-look-alikes",
         action="store_true",
-        help="look-alikes cut by the frame edge; no label for a 福 whose radical is cut off",
+        help="look-alikes cut by the frame edge; a 福 cut so far that it could be one of them "
+        "(its radical or a quarter of its ink out of frame) is ignored, not labelled",
     )
     train(parser.parse_args(argv))
 

@@ -13,6 +13,7 @@ from detectors.synth.scenes import (
     Poster,
     make_clip,
     radical_in_view,
+    render_labelled_scene,
     render_scene,
 )
 
@@ -152,12 +153,18 @@ def test_only_stills_asked_for_it_hold_look_alikes_cut_by_the_edge() -> None:
     assert min(plain) >= MIN_VISIBLE and min(clips) >= MIN_VISIBLE
 
 
-def test_with_cut_look_alikes_a_few_fu_scenes_hold_only_an_unlabelled_cut_fu() -> None:
-    def unlabelled(cut_look_alikes: bool) -> int:
-        return sum(
-            not render_scene(s, 320, 240, "eval", "fu", cut_look_alikes=cut_look_alikes)[1].size
-            for s in range(300)
-        )
-
-    assert 0 < unlabelled(True) < 30
-    assert unlabelled(False) == 0
+def test_with_cut_look_alikes_a_fu_cut_far_by_the_edge_is_ignored_not_labelled() -> None:
+    cut = [
+        render_labelled_scene(s, 320, 240, "eval", "fu", cut_look_alikes=True) for s in range(200)
+    ]
+    ignored = np.concatenate([scene.ignore for scene in cut])
+    at_edge = (
+        (ignored[:, 0] <= 0)
+        | (ignored[:, 1] <= 0)
+        | (ignored[:, 2] >= 320)
+        | (ignored[:, 3] >= 240)
+    )
+    assert len(ignored) > 0 and at_edge.all()
+    assert all(len(scene.boxes) + len(scene.ignore) for scene in cut)  # a "fu" scene holds a 福
+    plain = [render_labelled_scene(s, 320, 240, "eval", "fu") for s in range(200)]
+    assert all(len(scene.boxes) and not len(scene.ignore) for scene in plain)
