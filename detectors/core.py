@@ -18,6 +18,12 @@ ImageBGR = npt.NDArray[np.uint8]
 MAX_IMAGE_PIXELS = 4096 * 4096
 """Largest image a detector takes (a 4K frame is 8.3 M pixels)."""
 
+EDGE_MARGIN = 0.01
+"""A box closer than this share of the frame's short side to an edge touches that edge."""
+
+FrameSize = tuple[int, int]
+"""``(width, height)`` in pixels."""
+
 
 class BadImageError(ValueError):
     """An image a detector cannot take: not ``H x W x 3`` uint8, empty, or too large."""
@@ -57,6 +63,9 @@ class Detections:
     """Network work they took, in runs at the model's input size: a two-pass detector adds
     one per close-up (less for close-ups at a smaller input). An emulated phone (``hw_sim``)
     is charged for it."""
+    frame: FrameSize | None = None
+    """Size of the frame the boxes are in (``None``: unknown), so that a voter can tell a
+    box cut by the frame's edge (:func:`touches_edge`)."""
 
     def __iter__(self) -> Iterator[Detection]:
         return iter(self.items)
@@ -65,7 +74,18 @@ class Detections:
         return len(self.items)
 
     def above(self, min_score: float) -> Detections:
-        return Detections(tuple(d for d in self.items if d.score >= min_score), self.runs)
+        return Detections(
+            tuple(d for d in self.items if d.score >= min_score), self.runs, self.frame
+        )
+
+
+def touches_edge(box: Box, frame: FrameSize) -> bool:
+    """Whether ``box`` reaches within ``EDGE_MARGIN`` of the short side of an edge of ``frame``:
+    the frame may cut what it holds."""
+    width, height = frame
+    margin = EDGE_MARGIN * min(width, height)
+    x0, y0, x1, y1 = box
+    return x0 < margin or y0 < margin or x1 > width - margin or y1 > height - margin
 
 
 class Detector(Protocol):

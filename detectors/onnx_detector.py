@@ -279,8 +279,9 @@ class OnnxDetector:
     def confirm(self, image: ImageBGR, candidates: list[Detection]) -> Detections:
         """The first look's ``candidates`` that a second look confirms (all, without zoom)."""
         zoom = self.card.zoom
+        frame = (image.shape[1], image.shape[0])
         if zoom is None:
-            return Detections(tuple(candidates))
+            return Detections(tuple(candidates), frame=frame)
         looked = candidates[: zoom.max_candidates]
         regions = [self.close_up_region(image, c, zoom) for c in looked]
         confirmed = [
@@ -290,6 +291,7 @@ class OnnxDetector:
         return Detections(
             tuple(suppress(d for d in confirmed if d is not None)),
             1.0 + close_ups * self.close_up_work,
+            frame,
         )
 
     def close_up_region(

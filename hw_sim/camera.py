@@ -9,7 +9,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from detectors.core import Detection, Detections, ImageBGR
+from detectors.core import Detection, Detections, FrameSize, ImageBGR
 from hw_sim.profiles import DeviceProfile
 
 
@@ -33,9 +33,9 @@ def camera_view(profile: DeviceProfile, image: ImageBGR) -> tuple[ImageBGR, floa
     return view.astype(np.uint8, copy=False), scale
 
 
-def to_received(detections: Detections, scale: float) -> Detections:
-    """Boxes found in the camera view, in pixels of the frame as received."""
-    if scale == 1.0:
+def to_received(detections: Detections, scale: float, frame: FrameSize) -> Detections:
+    """Boxes found in the camera view, in pixels of the ``frame`` (width, height) as received."""
+    if scale == 1.0 and detections.frame == frame:
         return detections
     return Detections(
         tuple(
@@ -47,4 +47,5 @@ def to_received(detections: Detections, scale: float) -> Detections:
             for d in detections
         ),
         detections.runs,
+        frame,
     )

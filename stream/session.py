@@ -343,7 +343,7 @@ class Session:
         image, width, height = decode_for(pending.decode, side)
         view, scale = camera_view(self.simulator.profile, image)
         scale *= image.shape[1] / width  # decoded smaller than received
-        detections = to_received(self.detector.detect(view), scale)
+        detections = to_received(self.detector.detect(view), scale, (width, height))
         return ProcessedFrame(pending, width, height, detections, time.perf_counter() - started)
 
     async def _publish(

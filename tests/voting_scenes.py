@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from detectors.core import Box, Detection, Detections
+from detectors.core import Box, Detection, Detections, FrameSize
 from voting.core import VoteEvent, Voter
 
 Score = Callable[[float], float | None]
@@ -28,19 +28,25 @@ def frames(fps: float, duration: float) -> Iterator[float]:
     return (k / fps for k in range(n))
 
 
-def detections_at(things: Sequence[Thing], t: float) -> Detections:
+def detections_at(things: Sequence[Thing], t: float, frame: FrameSize | None = None) -> Detections:
     found = []
     for thing in things:
         score = thing.score(t)
         if score is not None:
             found.append(Detection(thing.label, score, thing.box))
-    return Detections(tuple(sorted(found, key=lambda d: -d.score)))
+    return Detections(tuple(sorted(found, key=lambda d: -d.score)), frame=frame)
 
 
-def run(voter: Voter, things: Sequence[Thing], fps: float, duration: float) -> list[VoteEvent]:
+def run(
+    voter: Voter,
+    things: Sequence[Thing],
+    fps: float,
+    duration: float,
+    frame: FrameSize | None = None,
+) -> list[VoteEvent]:
     events: list[VoteEvent] = []
     for t in frames(fps, duration):
-        events.extend(voter.update(detections_at(things, t), t).events)
+        events.extend(voter.update(detections_at(things, t, frame), t).events)
     return events
 
 

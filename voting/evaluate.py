@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from detectors.card import MODELS_DIR, ModelCard, find_card
-from detectors.core import Box, Detector, iou
+from detectors.core import Box, Detector, iou, touches_edge
 from voting.core import VoteEvent, Voter, VoteUpdate
 from voting.evidence import ScoreModel
 from voting.presets import BASELINE, PRESETS, make_config, make_voter
@@ -52,9 +52,6 @@ LLR_CAP = 3.0
 SIM_NEGATIVE_SECONDS = 20.0
 CALIBRATION_SEED = 1_000_000
 """Calibration clips use seeds from here up, disjoint from the evaluation seeds."""
-WHOLE_MARGIN = 0.01
-"""A box is whole in the frame when it keeps this share of the frame's short side from
-every edge."""
 
 
 @dataclass(slots=True)
@@ -213,18 +210,12 @@ def whole_in_frame(
     boxes: npt.NDArray[np.float64], visit: tuple[float, float], min_view: float
 ) -> bool:
     """Whether ``boxes`` (one row a base frame, NaN when absent) stay whole in the frame
-    for ``min_view`` seconds in a row during ``visit``."""
-    margin = WHOLE_MARGIN * min(FRAME_W, FRAME_H)
+    (no edge touched: :func:`touches_edge`) for ``min_view`` seconds in a row during ``visit``."""
     rows = boxes[round(visit[0] * BASE_FPS) : round(visit[1] * BASE_FPS)]
-    with np.errstate(invalid="ignore"):  # NaN rows (not in view) compare False
-        whole = (
-            (rows[:, 0] >= margin)
-            & (rows[:, 1] >= margin)
-            & (rows[:, 2] <= FRAME_W - margin)
-            & (rows[:, 3] <= FRAME_H - margin)
-        )
     longest = run = 0
-    for inside in whole:
+    for row in rows.tolist():
+        box = (row[0], row[1], row[2], row[3])
+        inside = not np.isnan(row[0]) and not touches_edge(box, (FRAME_W, FRAME_H))
         run = run + 1 if inside else 0
         longest = max(longest, run)
     return longest >= round(min_view * BASE_FPS)

@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from detectors.card import ModelCard, read_card
 from detectors.core import Box, Detection, Detections, Detector, iou
-from voting.simulate import BASE_FPS, FU, Clip, GroundTruthObject
+from voting.simulate import BASE_FPS, FRAME_H, FRAME_W, FU, Clip, GroundTruthObject
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fuscan/voting"
 LINK_IOU = 0.3
@@ -168,7 +168,7 @@ def _detect(
     # Imported when needed (it renders with OpenCV), and typed loosely: the
     # generator's (n_frames x image, n_frames x boxes) result is all we rely on.
     scenes = importlib.import_module("detectors.synth.scenes")
-    frames, truth = scenes.make_clip(seed, n_frames, BASE_FPS, content=content)
+    frames, truth = scenes.make_clip(seed, n_frames, BASE_FPS, FRAME_W, FRAME_H, content=content)
     det_rows: list[tuple[float, ...]] = []
     labels: list[str] = []
     for i, frame in enumerate(frames):
@@ -190,7 +190,8 @@ def _to_clip(
     for row, label in zip(arrays["detections"].tolist(), arrays["labels"].tolist(), strict=True):
         per_frame[int(row[0])].append(Detection(str(label), row[1], _box(row[2:])))
     detections = tuple(
-        Detections(tuple(sorted(found, key=lambda d: -d.score))) for found in per_frame
+        Detections(tuple(sorted(found, key=lambda d: -d.score)), frame=(FRAME_W, FRAME_H))
+        for found in per_frame
     )
     truth: list[list[Box]] = [[] for _ in range(n_frames)]
     for row in arrays["truth"].tolist():

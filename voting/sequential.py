@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from detectors.core import Box, Detections, iou
+from detectors.core import Box, Detection, Detections, FrameSize, iou, touches_edge
 from voting.core import TrackedDetection, VoteEvent, VoteUpdate
 from voting.evidence import ScoreModel, SprtThresholds
 from voting.smoothing import OneEuroBox, OneEuroConfig
@@ -80,6 +80,14 @@ class SequentialConfig:
             much contrary evidence it takes to lose it.
         lose_below: a recognized track whose LLR falls below this is lost.
         min_score: detections scoring lower are ignored (count as no detection).
+        edge_discount: read the score of a detection whose box touches the frame's
+            edge (:func:`detectors.core.touches_edge`) this much lower. The frame may
+            cut a look-alike down to the part it shares with 福 (幅 to 畐), which the
+            detector cannot tell from a cut-off 福; most wrong recognitions at scale
+            were such fragments, held steadily a little above the detector's
+            threshold. A cut-off 福 scored high is still recognized, a little later
+            (docs/voting.md, "Views cut by the frame's edge"). Applies when the
+            detections say their frame size.
         score_model: per-frame LLR of a score, and of a miss, for every label
             not in ``label_score_models``.
         label_score_models: the curves of particular labels. A session lists
@@ -100,6 +108,7 @@ class SequentialConfig:
     hold: float = 3.0
     lose_below: float = 0.0
     min_score: float = 0.3
+    edge_discount: float = 0.06
     score_model: ScoreModel = DEFAULT_SCORE_MODEL
     label_score_models: Mapping[str, ScoreModel] = field(default_factory=dict)
     min_iou: float = 0.3
@@ -124,6 +133,7 @@ class SequentialConfig:
                 raise ValueError(f"{name} must be > 0, got {value}")
         for name, value in (
             ("min_score", self.min_score),
+            ("edge_discount", self.edge_discount),
             ("min_iou", self.min_iou),
             ("update_iou", self.update_iou),
         ):
@@ -203,7 +213,7 @@ class SequentialVoter:
                 state = TrackEvidence(smoother, smoother.update(track.box, t), track.box)
                 self._evidence[track.id] = state
             model = self.config.label_score_models.get(track.label, self.config.score_model)
-            self._accumulate(state, model.llr(None if det is None else det.score), t)
+            self._accumulate(state, model.llr(self._evidence_score(det, detections.frame)), t)
             if det is not None:
                 state.box = state.smoother.update(det.box, t)
                 tracked[track.id] = TrackedDetection(det.label, det.score, state.box, track.id)
@@ -218,6 +228,13 @@ class SequentialVoter:
             if state.recognized:
                 events.append(VoteEvent("lost", track.label, track.id, t))
         return VoteUpdate(tuple(tracked[track.id] for track, _ in pairs), tuple(events))
+
+    def _evidence_score(self, det: Detection | None, frame: FrameSize | None) -> float | None:
+        if det is None:
+            return None
+        if frame is not None and touches_edge(det.box, frame):
+            return det.score - self.config.edge_discount
+        return det.score
 
     def _accumulate(self, state: TrackEvidence, llr: float, t: float) -> None:
         c = self.config

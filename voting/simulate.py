@@ -147,7 +147,8 @@ def make_sim_clip(seed: int, kind: str, noise: NoiseModel | None = None) -> Clip
         objects.append(GroundTruthObject(oid, label, boxes, tuple(visits), clarity))
     _draw_clutter(rng, noise, per_frame)
     detections = tuple(
-        Detections(tuple(sorted(found, key=lambda d: -d.score))) for found in per_frame
+        Detections(tuple(sorted(found, key=lambda d: -d.score)), frame=(FRAME_W, FRAME_H))
+        for found in per_frame
     )
     return Clip(kind, seed, times, detections, tuple(objects), np.arange(n))
 

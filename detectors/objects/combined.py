@@ -25,4 +25,4 @@ class CombinedDetector:
         found = (*primary, *self.extra.detect(image))
         # Emulated phones are charged for the network's runs; the target matcher is not
         # emulated (docs/hw_sim.md, "Not modelled").
-        return Detections(tuple(sorted(found, key=lambda d: -d.score)), primary.runs)
+        return Detections(tuple(sorted(found, key=lambda d: -d.score)), primary.runs, primary.frame)

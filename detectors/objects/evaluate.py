@@ -83,7 +83,9 @@ def run_clip(
     out = Outcome(clips=1, frames=len(frames))
     for i, frame in enumerate(frames):
         found = index.recognise(frame)
-        detections = Detections(tuple(v.detection() for v in found))
+        detections = Detections(
+            tuple(v.detection() for v in found), frame=(frame.shape[1], frame.shape[0])
+        )
         labels = {d.label for d in detections}
         for v in found:
             (out.right_inliers if v.name == expected else out.wrong_inliers).append(v.inliers)

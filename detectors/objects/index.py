@@ -123,7 +123,10 @@ class TargetIndex:
 
     def detect(self, image: ImageBGR) -> Detections:
         require_bgr_image(image)
-        return Detections(tuple(v.detection() for v in self.recognise(image)))
+        return Detections(
+            tuple(v.detection() for v in self.recognise(image)),
+            frame=(image.shape[1], image.shape[0]),
+        )
 
     def recognise(self, image: ImageBGR, features: Features | None = None) -> list[Verified]:
         """Every registered target verified in ``image``, best first, at most one per name."""

@@ -28,7 +28,10 @@ def test_camera_view_and_boxes_back_in_received_pixels():
     view, scale = camera_view(VGA, image)
     assert view.shape == (480, 640, 3) and view.dtype == np.uint8 and scale == 0.5
     found = Detections((Detection("fu", 0.9, (10.0, 20.0, 30.0, 40.0)),), runs=2)
-    assert to_received(found, scale).items[0].box == (20.0, 40.0, 60.0, 80.0)
-    assert to_received(found, scale).runs == 2  # the phone still pays for every run
-    assert to_received(found, 1.0) is found
+    received = to_received(found, scale, (1280, 960))
+    assert received.items[0].box == (20.0, 40.0, 60.0, 80.0)
+    assert received.runs == 2  # the phone still pays for every run
+    assert received.frame == (1280, 960)  # a voter tells boxes cut by the edge from it
+    seen_whole = Detections(found.items, 2, (640, 480))
+    assert to_received(seen_whole, 1.0, (640, 480)) is seen_whole
     assert camera_view(VGA, view)[0] is view

@@ -184,7 +184,9 @@ def fake_scenes(seed, n_frames, fps, content):
 
 def test_detected_clips_are_cached(tmp_path, monkeypatch):
     module = types.ModuleType("detectors.synth.scenes")
-    module.make_clip = lambda seed, n, fps, content: fake_scenes(seed, n, fps, content)
+    module.make_clip = lambda seed, n, fps, width, height, content: fake_scenes(
+        seed, n, fps, content
+    )
     monkeypatch.setitem(sys.modules, "detectors.synth.scenes", module)
     detector = ScriptedDetector()
     first = detected_clip(lambda: detector, "t-int8", 7, "fu", 0.2, tmp_path)
@@ -192,6 +194,7 @@ def test_detected_clips_are_cached(tmp_path, monkeypatch):
     assert detector.calls == 6  # once per frame, the second clip came from the cache
     assert first.detections == again.detections
     assert first.detections[0].items[0].score == pytest.approx(0.9)
+    assert first.detections[0].frame == (640, 480)  # the size make_clip was asked for
     (obj,) = first.objects
     assert obj.visits == (pytest.approx((2 / 30, 6 / 30)),)
     assert obj.clarity == (pytest.approx(0.9),)

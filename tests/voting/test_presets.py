@@ -101,6 +101,7 @@ def test_kofn_baseline():
         ("balanced", {"label_score_models": {"fu": 1.0}}, "bad_option", "must be Mapping"),
         ("balanced", {"label_score_models": {1: OWN}}, "bad_option", "must be Mapping"),
         ("balanced", {"alpha": 0.9}, "bad_option", "alpha must be in"),
+        ("balanced", {"edge_discount": -0.1}, "bad_option", "edge_discount must be in"),
         ("kofn", {"alpha": 0.1}, "bad_option", "unknown k-of-n option 'alpha'"),
         ("kofn", {"k": 2.0}, "bad_option", "must be int"),
         ("kofn", {"k": 6, "n": 5}, "bad_option", "need 1 <= k <= n"),

@@ -56,6 +56,32 @@ def kinds_key(event):
     return (event.track, event.event)
 
 
+VGA = (640, 480)
+AT_LEFT_EDGE = (2.0, 100.0, 80.0, 200.0)  # within 1 % of the short side (4.8 px) of the edge
+NEAR_LEFT_EDGE = (6.0, 100.0, 84.0, 200.0)
+
+
+@pytest.mark.parametrize("fps", RATES)
+@pytest.mark.parametrize(
+    ("box", "frame", "read_as"),
+    [
+        (AT_LEFT_EDGE, VGA, 0.74),  # the frame may have cut it: 0.06 lower
+        ((560.0, 100.0, 638.0, 200.0), VGA, 0.74),  # right edge
+        ((100.0, 1.0, 200.0, 90.0), VGA, 0.74),  # top
+        ((100.0, 400.0, 200.0, 479.0), VGA, 0.74),  # bottom
+        (NEAR_LEFT_EDGE, VGA, 0.80),  # 6 px in: whole
+        (AT_LEFT_EDGE, None, 0.80),  # frame size unknown: no edge to tell
+    ],
+)
+def test_a_view_cut_by_the_frame_edge_counts_as_a_lower_score(fps, box, frame, read_as):
+    def events(thing_box, score, frame_size):
+        found = run(voter(), [Thing(thing_box, steady(score, 0.0, 3.0))], fps, 5.0, frame_size)
+        return [(e.event, e.t) for e in found]
+
+    assert events(box, 0.80, frame) == events(A, read_as, VGA)
+    assert events(AT_LEFT_EDGE, 0.80, VGA) != events(A, 0.80, VGA)  # the discount matters
+
+
 @pytest.mark.parametrize("fps", RATES)
 @pytest.mark.parametrize(("memory", "recognized"), [(2.0, False), (math.inf, True)])
 def test_fading_evidence_keeps_a_steady_lukewarm_look_alike_out(fps, memory, recognized):
