@@ -16,10 +16,11 @@ class Fixed:
 
 
 def test_detections_are_merged_best_first_under_the_models_tier_and_runs() -> None:
-    fu = Detections((Detection("fu", 0.7, (0, 0, 10, 10)),), runs=3)
+    fu = Detections((Detection("fu", 0.7, (0, 0, 10, 10)),), runs=3, frame=(64, 48))
     target = Detections((Detection("poster", 0.9, (20, 20, 40, 40)),))
     combined = CombinedDetector(Fixed(fu), Fixed(target, "objects"))
     found = combined.detect(np.zeros((48, 64, 3), np.uint8))
     assert [d.label for d in found] == ["poster", "fu"]
     assert found.runs == 3  # the matcher is not emulated: only the network's runs count
+    assert found.frame == (64, 48)
     assert combined.tier == "l"

@@ -28,8 +28,10 @@ def _box(corners):
 def test_a_registered_target_is_found_in_perspective_with_its_outline_as_box(corners):
     index = _index(covers())
     target = covers()[2]
-    found = index.detect(frame_with(target.image, corners))
+    frame = frame_with(target.image, corners)
+    found = index.detect(frame)
     assert [d.label for d in found] == [target.name]
+    assert found.frame == (frame.shape[1], frame.shape[0])
     assert iou(found.items[0].box, _box(corners)) > 0.85
     assert 0.5 < found.items[0].score <= 1.0
 
