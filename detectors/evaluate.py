@@ -34,7 +34,7 @@ import numpy as np
 from detectors.card import MODELS_DIR, ModelCard, list_cards, read_card, update_card
 from detectors.core import Detections, ImageBGR, iou
 from detectors.onnx_detector import OnnxDetector, letterbox
-from detectors.synth.scenes import Boxes, Content, LabelledScene, Split, render_labelled_scene
+from detectors.synth.scenes import Boxes, Content, LabelledScene, Split, render_scene
 
 FRAME_WIDTH, FRAME_HEIGHT = 640, 480
 AP_IOU = 0.5
@@ -69,10 +69,10 @@ def held_out(
     content: Content, count: int, split: Split = "eval", cut_look_alikes: bool = False
 ) -> Iterator[LabelledScene]:
     """``count`` 640x480 scenes of ``content`` from ``split``, always the same ones
-    (``cut_look_alikes``: :func:`render_labelled_scene`'s option)."""
+    (``cut_look_alikes``: :func:`render_scene`'s option)."""
     base = SEED_BASE[(split, str(content))]
     for i in range(count):
-        yield render_labelled_scene(
+        yield render_scene(
             base + i, FRAME_WIDTH, FRAME_HEIGHT, split, content, cut_look_alikes=cut_look_alikes
         )
 

@@ -14,7 +14,7 @@ posters may be cut by the frame edge down to ``CUT_MIN_VISIBLE``, and a 福 is
 labelled only while it can still be told from them: with its radical 礻 in
 view (what is left without it, 畐, is the half that 幅 副 逼 蝠 辐 share) and
 at least ``LABEL_MIN_VISIBLE`` of its ink in the frame. A 福 cut further is an
-*ignored* region (:func:`render_labelled_scene`): training neither rewards nor
+*ignored* region (``render_scene(...).ignore``): training neither rewards nor
 punishes a detection there, since no reader could say what the fragment is.
 A training option (docs/detector.md, "Run 9" and "Run 10").
 """
@@ -85,7 +85,8 @@ class Poster:
 
 
 class LabelledScene(NamedTuple):
-    """A still, its 福 boxes, and the boxes of 福 too cut off to label either way."""
+    """A still, its 福 boxes, and the boxes of 福 too cut off to label either way
+    (``image, boxes, _ = render_scene(...)``)."""
 
     image: ImageBGR
     boxes: Boxes
@@ -395,7 +396,7 @@ def _clip_boxes(corner_sets: list[npt.NDArray[np.float32]], width: int, height: 
     return boxes
 
 
-def render_labelled_scene(
+def render_scene(
     seed: int,
     width: int = 320,
     height: int = 240,
@@ -419,8 +420,9 @@ def render_labelled_scene(
             docstring). Without it ``ignore`` is always empty.
 
     Returns:
-        A ``height x width x 3`` BGR uint8 image and two ``N x 4`` float32
-        arrays of 福 ink boxes ``(x0, y0, x1, y1)``, clipped to the image.
+        ``(image, boxes, ignore)``: a ``height x width x 3`` BGR uint8 image and
+        two ``N x 4`` float32 arrays of 福 ink boxes ``(x0, y0, x1, y1)``,
+        clipped to the image.
     """
     rng = np.random.default_rng(seed)
     canvas = _background(rng, split, width, height)
@@ -434,23 +436,6 @@ def render_labelled_scene(
         _clip_boxes(targets, width, height),
         _clip_boxes(ignored, width, height),
     )
-
-
-def render_scene(
-    seed: int,
-    width: int = 320,
-    height: int = 240,
-    split: Split = "train",
-    content: Content = "mixed",
-    *,
-    cut_look_alikes: bool = False,
-) -> tuple[ImageBGR, Boxes]:
-    """``(image, boxes)`` of :func:`render_labelled_scene`, for the many callers that need no
-    ignored regions."""
-    scene = render_labelled_scene(
-        seed, width, height, split, content, cut_look_alikes=cut_look_alikes
-    )
-    return scene.image, scene.boxes
 
 
 def make_clip(

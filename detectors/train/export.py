@@ -82,7 +82,7 @@ def calibration_scenes(card_path: Path, count: int) -> TensorReader:
     preprocess = card_preprocess(card_path)
     return TensorReader(
         INPUT_NAME,
-        (preprocess(render_scene(CALIBRATION_SEED + i, 640, 480)[0]) for i in range(count)),
+        (preprocess(render_scene(CALIBRATION_SEED + i, 640, 480).image) for i in range(count)),
     )
 
 

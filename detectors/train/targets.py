@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from detectors.synth.scenes import Boxes, Split, render_labelled_scene
+from detectors.synth.scenes import Boxes, Split, render_scene
 from detectors.train.model import STRIDE, output_size, scaled_size
 
 BOX_CELL_MIN = 0.3
@@ -76,9 +76,7 @@ def _scene(
     scales: tuple[float, ...],
     cut_look_alikes: bool,
 ) -> tuple[npt.NDArray[np.uint8], list[Array]]:
-    scene = render_labelled_scene(
-        seed, width, height, split, "mixed", cut_look_alikes=cut_look_alikes
-    )
+    scene = render_scene(seed, width, height, split, "mixed", cut_look_alikes=cut_look_alikes)
     rgb = np.ascontiguousarray(scene.image[:, :, ::-1].transpose(2, 0, 1))
     targets = []
     for scale in scales:
@@ -101,7 +99,7 @@ def generate(
     The targets at scale ``k`` are ``(N, 6, kH/8, kW/8)`` and describe the scene
     shrunk by ``k`` (a tier that runs at a lower input resolution). Target
     channels: heat, l, t, r, b, box weight. ``cut_look_alikes``: see
-    :func:`detectors.synth.scenes.render_labelled_scene`.
+    :func:`detectors.synth.scenes.render_scene`.
     """
     results = [_scene(s, width, height, split, scales, cut_look_alikes) for s in seeds]
     images = np.stack([r[0] for r in results])

@@ -13,14 +13,13 @@ from detectors.synth.scenes import (
     Poster,
     make_clip,
     radical_in_view,
-    render_labelled_scene,
     render_scene,
 )
 
 
 def test_same_seed_same_scene() -> None:
-    a_image, a_boxes = render_scene(7, 320, 240, "train", "mixed")
-    b_image, b_boxes = render_scene(7, 320, 240, "train", "mixed")
+    a_image, a_boxes, _ = render_scene(7, 320, 240, "train", "mixed")
+    b_image, b_boxes, _ = render_scene(7, 320, 240, "train", "mixed")
     assert np.array_equal(a_image, b_image)
     assert np.array_equal(a_boxes, b_boxes)
 
@@ -38,7 +37,7 @@ def test_labels_fit_the_content_and_the_frame(
     content: str, min_boxes: int, max_boxes: int, split: str
 ) -> None:
     for seed in range(8):
-        image, boxes = render_scene(seed, 200, 150, split, content)  # type: ignore[arg-type]
+        image, boxes, _ = render_scene(seed, 200, 150, split, content)  # type: ignore[arg-type]
         assert image.shape == (150, 200, 3) and image.dtype == np.uint8
         assert boxes.shape[1:] == (4,) and boxes.dtype == np.float32
         assert min_boxes <= len(boxes) <= max_boxes
@@ -49,7 +48,7 @@ def test_labels_fit_the_content_and_the_frame(
 
 def test_boxes_cover_the_ink() -> None:
     """A 福 box is where the poster is: it differs from the rest of the scene."""
-    image, boxes = render_scene(3, 320, 240, "eval", "fu")
+    image, boxes, _ = render_scene(3, 320, 240, "eval", "fu")
     x0, y0, x1, y1 = boxes[0].round().astype(int)
     inside = image[y0:y1, x0:x1].astype(np.float32)
     assert inside.std() > 20  # ink on paper, not a flat background
@@ -154,9 +153,7 @@ def test_only_stills_asked_for_it_hold_look_alikes_cut_by_the_edge() -> None:
 
 
 def test_with_cut_look_alikes_a_fu_cut_far_by_the_edge_is_ignored_not_labelled() -> None:
-    cut = [
-        render_labelled_scene(s, 320, 240, "eval", "fu", cut_look_alikes=True) for s in range(200)
-    ]
+    cut = [render_scene(s, 320, 240, "eval", "fu", cut_look_alikes=True) for s in range(200)]
     ignored = np.concatenate([scene.ignore for scene in cut])
     at_edge = (
         (ignored[:, 0] <= 0)
@@ -166,5 +163,5 @@ def test_with_cut_look_alikes_a_fu_cut_far_by_the_edge_is_ignored_not_labelled()
     )
     assert len(ignored) > 0 and at_edge.all()
     assert all(len(scene.boxes) + len(scene.ignore) for scene in cut)  # a "fu" scene holds a 福
-    plain = [render_labelled_scene(s, 320, 240, "eval", "fu") for s in range(200)]
+    plain = [render_scene(s, 320, 240, "eval", "fu") for s in range(200)]
     assert all(len(scene.boxes) and not len(scene.ignore) for scene in plain)

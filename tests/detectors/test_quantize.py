@@ -17,7 +17,7 @@ from detectors.synth.scenes import render_scene
 def photos(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("calib")
     for i in range(6):
-        image, _ = render_scene(123_000 + i, 640, 480, "train", "fu")
+        image = render_scene(123_000 + i, 640, 480, "train", "fu").image
         cv2.imwrite(str(folder / f"{i}.jpg"), image)
     (folder / "notes.txt").write_text("not an image")
     (folder / "broken.png").write_bytes(b"\x89PNG but cut off")
