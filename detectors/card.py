@@ -43,6 +43,11 @@ class ZoomSpec:
     min_zoom: float | None = None
     """No close-up for a candidate whose crop would magnify the frame less than this;
     ``None``: only when the crop would hold the whole frame (a zoom of 1)."""
+    turned_min: float | None = None
+    """Confirm a candidate only if its close-up turned upside down also scores at least
+    this. The model is taught 福 both ways up (倒福), so a real one reads as 福 turned
+    too; a look-alike it mistakes for 福 one way up seldom does the other way.
+    ``None``: no such check (one network run less per candidate)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,16 +118,18 @@ def _zoom_spec(raw: dict[str, Any] | None) -> ZoomSpec | None:
         max_candidates=int(raw["max_candidates"]),
         size=None if raw.get("size") is None else _size(raw["size"]),
         min_zoom=None if raw.get("min_zoom") is None else float(raw["min_zoom"]),
+        turned_min=None if raw.get("turned_min") is None else float(raw["turned_min"]),
     )
     if not (
         0 < spec.fill < 1
         and 0 <= spec.candidates <= 1
         and spec.max_candidates > 0
         and (spec.min_zoom is None or spec.min_zoom >= 1)
+        and (spec.turned_min is None or 0 <= spec.turned_min <= 1)
     ):
         raise ValueError(
             "zoom: want 0 < fill < 1, 0 <= candidates <= 1, max_candidates >= 1, "
-            f"min_zoom >= 1: {raw}"
+            f"min_zoom >= 1, 0 <= turned_min <= 1: {raw}"
         )
     return spec
 

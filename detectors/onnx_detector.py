@@ -287,11 +287,34 @@ class OnnxDetector:
         confirmed = [
             self.second_look(image, c, region) for c, region in zip(looked, regions, strict=True)
         ]
-        close_ups = sum(region is not None for region in regions)
+        looks = sum(region is not None for region in regions)
+        if zoom.turned_min is not None:
+            looks += sum(d is not None for d in confirmed)
+            confirmed = [
+                d if d is not None and self.reads_turned(image, d, zoom) else None
+                for d in confirmed
+            ]
         return Detections(
             tuple(suppress(d for d in confirmed if d is not None)),
-            1.0 + close_ups * self.close_up_work,
+            1.0 + looks * self.close_up_work,
             frame,
+        )
+
+    def reads_turned(self, image: ImageBGR, detection: Detection, zoom: ZoomSpec) -> bool:
+        """Whether ``detection``'s close-up, turned upside down, still scores ``zoom.turned_min``.
+
+        The close-up is the second look's crop whatever ``zoom.min_zoom`` (the
+        whole frame when that crop would hold it).
+        """
+        height, width = image.shape[:2]
+        region = self.close_up_region(image, detection, dataclasses.replace(zoom, min_zoom=None))
+        x0, y0, x1, y1 = region or (0, 0, width, height)
+        crop = np.ascontiguousarray(image[y0:y1, x0:x1][::-1, ::-1])
+        bx0, by0, bx1, by1 = _shifted(detection.box, -x0, -y0)
+        turned = (x1 - x0 - bx1, y1 - y0 - by1, x1 - x0 - bx0, y1 - y0 - by0)
+        return any(
+            d.label == detection.label and iou(d.box, turned) >= ZOOM_MATCH_IOU
+            for d in self.look(crop, zoom.turned_min or 0.0, self.close_up)
         )
 
     def close_up_region(

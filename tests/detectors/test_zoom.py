@@ -156,6 +156,36 @@ def test_a_candidate_the_first_look_saw_big_enough_gets_no_close_up() -> None:
     assert iou(shipped.items[0].box, always.items[0].box) > 0.8
 
 
+def turned(min_score: float) -> OnnxDetector:
+    card = find_card("l", "int8")
+    assert card.zoom is not None
+    return OnnxDetector(
+        dataclasses.replace(card, zoom=dataclasses.replace(card.zoom, turned_min=min_score))
+    )
+
+
+@pytest.mark.parametrize(
+    ("seed", "content", "frame", "kept"),
+    [
+        (3, "fu", 0, True),  # a 福 framed big (no close-up at min_zoom 1.5): still checked
+        (5, "fu", 0, True),  # a small 福
+        (3035, "mixed", 22, False),  # 逼 upside down, 0.92 one way up, 0.29 the other
+        (1732, "fu", 90, False),  # 蝠 cut by the top edge
+    ],
+)
+def test_the_turned_check_keeps_fu_and_drops_look_alikes_that_read_as_fu_one_way_up(
+    seed: int, content: str, frame: int, kept: bool
+) -> None:
+    n_frames = 1 if frame == 0 else 120  # the clips eval-voting renders (drift depends on length)
+    image = make_clip(seed, n_frames, content=content).frames[frame]  # type: ignore[arg-type]
+    shipped = zoomed("l").detect(image)
+    checked = turned(0.4).detect(image)
+    assert len(shipped) == 1 and len(checked) == int(kept)
+    assert checked.runs == shipped.runs + 1  # one more close-up for each candidate it confirms
+    if kept:
+        assert checked.items == shipped.items
+
+
 def test_without_zoom_the_detector_reports_the_first_look() -> None:
     card = dataclasses.replace(find_card("l", "int8"), zoom=None)
     detector = OnnxDetector(card)
@@ -176,6 +206,7 @@ def test_without_zoom_the_detector_reports_the_first_look() -> None:
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "size": [160, 120, 3]},
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "size": "160x120"},
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "min_zoom": 0.5},
+        {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "turned_min": 1.5},
     ],
 )
 def test_bad_zoom_specs_are_refused(tmp_path, zoom) -> None:  # type: ignore[no-untyped-def]
