@@ -288,10 +288,11 @@ class OnnxDetector:
             self.second_look(image, c, region) for c, region in zip(looked, regions, strict=True)
         ]
         looks = sum(region is not None for region in regions)
-        if zoom.turned_min is not None:
+        turned_min = zoom.turned_min
+        if turned_min is not None:
             looks += sum(d is not None for d in confirmed)
             confirmed = [
-                d if d is not None and self.reads_turned(image, d, zoom) else None
+                d if d is not None and self.reads_turned(image, d, zoom, turned_min) else None
                 for d in confirmed
             ]
         return Detections(
@@ -300,8 +301,10 @@ class OnnxDetector:
             frame,
         )
 
-    def reads_turned(self, image: ImageBGR, detection: Detection, zoom: ZoomSpec) -> bool:
-        """Whether ``detection``'s close-up, turned upside down, still scores ``zoom.turned_min``.
+    def reads_turned(
+        self, image: ImageBGR, detection: Detection, zoom: ZoomSpec, min_score: float
+    ) -> bool:
+        """Whether ``detection``'s close-up, turned upside down, still scores ``min_score``.
 
         The close-up is the second look's crop whatever ``zoom.min_zoom`` (the
         whole frame when that crop would hold it).
@@ -312,10 +315,18 @@ class OnnxDetector:
         crop = np.ascontiguousarray(image[y0:y1, x0:x1][::-1, ::-1])
         bx0, by0, bx1, by1 = _shifted(detection.box, -x0, -y0)
         turned = (x1 - x0 - bx1, y1 - y0 - by1, x1 - x0 - bx0, y1 - y0 - by0)
-        return any(
-            d.label == detection.label and iou(d.box, turned) >= ZOOM_MATCH_IOU
-            for d in self.look(crop, zoom.turned_min or 0.0, self.close_up)
-        )
+        return bool(self._close_up_matches(crop, detection.label, turned, min_score))
+
+    def _close_up_matches(
+        self, crop: ImageBGR, label: str, box: Box, min_score: float
+    ) -> list[Detection]:
+        """The close-up network's detections of ``label`` in ``crop`` that overlap ``box``
+        (crop pixels), best first."""
+        return [
+            d
+            for d in self.look(crop, min_score, self.close_up)
+            if d.label == label and iou(d.box, box) >= ZOOM_MATCH_IOU
+        ]
 
     def close_up_region(
         self, image: ImageBGR, candidate: Detection, zoom: ZoomSpec
@@ -341,11 +352,7 @@ class OnnxDetector:
             return candidate if candidate.score >= self.threshold else None
         x0, y0, x1, y1 = region
         near = _shifted(candidate.box, -x0, -y0)  # in crop pixels
-        matches = [
-            d
-            for d in self.look(image[y0:y1, x0:x1], self.threshold, self.close_up)
-            if d.label == candidate.label and iou(d.box, near) >= ZOOM_MATCH_IOU
-        ]
+        matches = self._close_up_matches(image[y0:y1, x0:x1], candidate.label, near, self.threshold)
         if not matches:
             return None
         best = matches[0]  # best first
