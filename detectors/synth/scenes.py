@@ -371,10 +371,11 @@ def _place_posters(
                 _paste(canvas, poster, corners)
                 taken.append(box)
                 if is_target:
-                    legible = visible >= LABEL_MIN_VISIBLE and radical_in_view(
-                        poster, corners, width, height
+                    labelled = not cut_look_alikes or (
+                        visible >= LABEL_MIN_VISIBLE
+                        and radical_in_view(poster, corners, width, height)
                     )
-                    (targets if legible or not cut_look_alikes else ignored).append(ink)
+                    (targets if labelled else ignored).append(ink)
                 break
     return targets, ignored
 
