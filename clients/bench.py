@@ -848,9 +848,9 @@ def pipeline_rows(
                     detector.candidate_threshold,
                 )  # fmt: skip
                 laps.lap("output decode (peaks, NMS)")
-                detections = detector.confirm(image, candidates)
+                detections = detector.second_looks(image, candidates)
                 laps.lap("second look (zoom)")
-                update = voter.update(detections, i / FPS)
+                update = voter.update(detections, i / FPS, detector.confirmer(image))
                 laps.lap("voting (balanced)")
                 json.dumps(frame_message([d.to_json() for d in update.detections], i))
                 laps.lap("JSON message")

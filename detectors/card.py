@@ -44,10 +44,11 @@ class ZoomSpec:
     """No close-up for a candidate whose crop would magnify the frame less than this;
     ``None``: only when the crop would hold the whole frame (a zoom of 1)."""
     turned_min: float | None = None
-    """Confirm a candidate only if its close-up turned upside down also scores at least
-    this. The model is taught 福 both ways up (倒福), so a real one reads as 福 turned
-    too; a look-alike it mistakes for 福 one way up seldom does the other way.
-    ``None``: no such check (one network run less per candidate)."""
+    """The detector offers a turned check (:meth:`OnnxDetector.confirmer`): a detection is
+    confirmed if its close-up turned upside down also scores at least this. The model is
+    taught 福 both ways up (倒福), so a real one reads as 福 turned too; a look-alike it
+    mistakes for 福 one way up seldom does the other way. A voter asks for the check only
+    when a track is about to be recognized. ``None``: no check to offer."""
 
 
 @dataclass(frozen=True, slots=True)

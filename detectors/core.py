@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -100,6 +100,40 @@ class Detector(Protocol):
 
     def detect(self, image: ImageBGR) -> Detections:
         """Raises :class:`BadImageError` for an image it cannot take."""
+        ...
+
+
+@dataclass(slots=True)
+class Confirmer:
+    """A costlier second opinion on the detections of one frame, asked one detection at a time.
+
+    A voter asks it only about a track about to be recognized, so its cost is
+    paid about once per object, not on every frame. ``check`` gives the
+    detection's score under the costlier look (0: nothing there); it confirms
+    at ``min_score`` or more. ``work`` is what one check costs in network runs
+    at the model's input size (see :attr:`Detections.runs`); ``runs`` sums it
+    over the checks made.
+    """
+
+    check: Callable[[Detection], float]
+    min_score: float
+    work: float
+    runs: float = 0.0
+
+    def __call__(self, detection: Detection) -> bool:
+        self.runs += self.work
+        return self.check(detection) >= self.min_score
+
+
+@runtime_checkable
+class ConfirmingDetector(Detector, Protocol):
+    """A detector that can also look twice at a detection it made, when asked."""
+
+    def confirmer(self, image: ImageBGR) -> Confirmer | None:
+        """A :class:`Confirmer` of detections made on ``image`` (``None``: no check to offer).
+
+        Detections of labels the detector does not know are confirmed as they are.
+        """
         ...
 
 

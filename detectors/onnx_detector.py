@@ -25,7 +25,15 @@ import onnx
 import onnxruntime as ort
 
 from detectors.card import InputSpec, ModelCard, ZoomSpec, find_card
-from detectors.core import Box, Detection, Detections, ImageBGR, iou, require_bgr_image
+from detectors.core import (
+    Box,
+    Confirmer,
+    Detection,
+    Detections,
+    ImageBGR,
+    iou,
+    require_bgr_image,
+)
 from detectors.reshape import at_input_size
 
 MAX_PEAKS = 20
@@ -33,6 +41,9 @@ NMS_IOU = 0.5
 ZOOM_MATCH_IOU = 0.3
 """A close-up detection confirms a candidate if their boxes overlap at least this much."""
 MIN_CROP_SIDE = 8
+TURNED_FLOOR = 0.1
+"""The turned check reports scores down to this (lower: 0), below any card's ``turned_min``,
+so that a cache of its scores can be read at other minimums."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,9 +285,9 @@ class OnnxDetector:
 
     def detect(self, image: ImageBGR) -> Detections:
         require_bgr_image(image)
-        return self.confirm(image, self.look(image, self.candidate_threshold))
+        return self.second_looks(image, self.look(image, self.candidate_threshold))
 
-    def confirm(self, image: ImageBGR, candidates: list[Detection]) -> Detections:
+    def second_looks(self, image: ImageBGR, candidates: list[Detection]) -> Detections:
         """The first look's ``candidates`` that a second look confirms (all, without zoom)."""
         zoom = self.card.zoom
         frame = (image.shape[1], image.shape[0])
@@ -288,34 +299,45 @@ class OnnxDetector:
             self.second_look(image, c, region) for c, region in zip(looked, regions, strict=True)
         ]
         looks = sum(region is not None for region in regions)
-        turned_min = zoom.turned_min
-        if turned_min is not None:
-            looks += sum(d is not None for d in confirmed)
-            confirmed = [
-                d if d is not None and self.reads_turned(image, d, zoom, turned_min) else None
-                for d in confirmed
-            ]
         return Detections(
             tuple(suppress(d for d in confirmed if d is not None)),
             1.0 + looks * self.close_up_work,
             frame,
         )
 
-    def reads_turned(
-        self, image: ImageBGR, detection: Detection, zoom: ZoomSpec, min_score: float
-    ) -> bool:
-        """Whether ``detection``'s close-up, turned upside down, still scores ``min_score``.
+    def confirmer(self, image: ImageBGR) -> Confirmer | None:
+        """The turned check of the card's ``zoom.turned_min`` on ``image``'s detections
+        (:meth:`turned_score`); ``None`` when the card has none."""
+        zoom = self.card.zoom
+        if zoom is None or zoom.turned_min is None:
+            return None
+        floor = min(TURNED_FLOOR, zoom.turned_min)
 
-        The close-up is the second look's crop whatever ``zoom.min_zoom`` (the
-        whole frame when that crop would hold it).
+        def check(detection: Detection) -> float:
+            return self.turned_score(image, detection, floor)
+
+        return Confirmer(check, zoom.turned_min, self.close_up_work)
+
+    def turned_score(self, image: ImageBGR, detection: Detection, floor: float) -> float:
+        """The score of ``detection`` on its close-up turned upside down; 0 below ``floor``.
+
+        The model is taught 福 both ways up (倒福), so a real one reads as 福
+        turned too, while a look-alike it mistakes for 福 one way up seldom does
+        the other way. The close-up is the second look's crop whatever
+        ``zoom.min_zoom`` (the whole frame when that crop would hold it). A
+        detection of a label this model does not know scores 1.
         """
+        zoom = self.card.zoom or ZoomSpec()
+        if detection.label not in self.card.classes:
+            return 1.0
         height, width = image.shape[:2]
         region = self.close_up_region(image, detection, dataclasses.replace(zoom, min_zoom=None))
         x0, y0, x1, y1 = region or (0, 0, width, height)
         crop = np.ascontiguousarray(image[y0:y1, x0:x1][::-1, ::-1])
         bx0, by0, bx1, by1 = _shifted(detection.box, -x0, -y0)
         turned = (x1 - x0 - bx1, y1 - y0 - by1, x1 - x0 - bx0, y1 - y0 - by0)
-        return bool(self._close_up_matches(crop, detection.label, turned, min_score))
+        matches = self._close_up_matches(crop, detection.label, turned, floor)
+        return matches[0].score if matches else 0.0
 
     def _close_up_matches(
         self, crop: ImageBGR, label: str, box: Box, min_score: float

@@ -5,7 +5,7 @@ MACs, a seed and media time; the caller runs the real inference and waits the
 difference. See docs/hw_sim.md.
 """
 
-from hw_sim.camera import camera_scale, camera_view, to_received
+from hw_sim.camera import camera_scale, camera_view, confirm_received, to_received
 from hw_sim.device import EmulatedDevice, HeatState, jitter_factor
 from hw_sim.models import ModelChoice, ModelChoiceError, ModelSpec, choose_model
 from hw_sim.profiles import (
@@ -36,6 +36,7 @@ __all__ = [
     "camera_scale",
     "camera_view",
     "choose_model",
+    "confirm_received",
     "get_profile",
     "jitter_factor",
     "load_profiles",

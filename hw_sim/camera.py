@@ -6,10 +6,12 @@ before detection, and the boxes found are mapped back to the frame as received.
 
 from __future__ import annotations
 
+import dataclasses
+
 import cv2
 import numpy as np
 
-from detectors.core import Detection, Detections, FrameSize, ImageBGR
+from detectors.core import Confirmer, Detection, Detections, FrameSize, ImageBGR
 from hw_sim.profiles import DeviceProfile
 
 
@@ -49,3 +51,16 @@ def to_received(detections: Detections, scale: float, frame: FrameSize) -> Detec
         detections.runs,
         frame,
     )
+
+
+def confirm_received(confirmer: Confirmer, scale: float) -> Confirmer:
+    """``confirmer``, made on the camera view, asked about detections in pixels as received
+    (the inverse of :func:`to_received`)."""
+    if scale == 1.0:
+        return confirmer
+
+    def check(d: Detection) -> float:
+        box = (d.box[0] * scale, d.box[1] * scale, d.box[2] * scale, d.box[3] * scale)
+        return confirmer.check(Detection(d.label, d.score, box))
+
+    return dataclasses.replace(confirmer, check=check)

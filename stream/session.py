@@ -21,8 +21,15 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from detectors.core import Detections, Detector, ImageBGR
-from hw_sim import DeviceSimulator, DeviceTimeline, Start, camera_view, to_received
+from detectors.core import ConfirmingDetector, Detections, Detector, ImageBGR
+from hw_sim import (
+    DeviceSimulator,
+    DeviceTimeline,
+    Start,
+    camera_view,
+    confirm_received,
+    to_received,
+)
 from stream.slot import LatestFrameSlot
 from voting import Voter, VoteUpdate
 
@@ -82,6 +89,9 @@ class ProcessedFrame:
     width: int
     height: int
     detections: Detections
+    update: VoteUpdate
+    runs: float
+    """Network runs the phone pays for: the detector's, and any checks the voter asked for."""
     host_latency: float
 
 
@@ -226,11 +236,10 @@ class Session:
                 self._settle(1)  # the phone spent a frame's work on it all the same
                 await self._send(error_message(exc.code, str(exc)))
             else:
-                # The phone pays for every network run the detector made (its close-ups).
-                emulated = self._settle(done.detections.runs)
+                # The phone pays for every network run made (close-ups, the voter's checks).
+                emulated = self._settle(done.runs)
                 latency = await self._wait_for_device(done, start, emulated)
-                update = self.voter.update(done.detections, pending.t)
-                await self._publish(done, update, latency, start)
+                await self._publish(done, latency, start)
             self._running = False
             self._check_idle()
 
@@ -337,22 +346,28 @@ class Session:
         return emulated
 
     def _process(self, pending: PendingFrame) -> ProcessedFrame:
-        """Decode and detect; runs in the executor."""
+        """Decode, detect and vote; runs in the executor (the voter may ask the detector to
+        check a detection). One frame of a session is processed at a time."""
         started = time.perf_counter()
         side = self._view_side() if self._view_side else None
         image, width, height = decode_for(pending.decode, side)
         view, scale = camera_view(self.simulator.profile, image)
         scale *= image.shape[1] / width  # decoded smaller than received
         detections = to_received(self.detector.detect(view), scale, (width, height))
-        return ProcessedFrame(pending, width, height, detections, time.perf_counter() - started)
+        confirm = None
+        if isinstance(self.detector, ConfirmingDetector):
+            own = self.detector.confirmer(view)
+            confirm = None if own is None else confirm_received(own, scale)
+        update = self.voter.update(detections, pending.t, confirm)
+        runs = detections.runs + (0.0 if confirm is None else confirm.runs)
+        return ProcessedFrame(
+            pending, width, height, detections, update, runs, time.perf_counter() - started
+        )
 
     async def _publish(
-        self,
-        done: ProcessedFrame,
-        update: VoteUpdate,
-        latency: float,
-        start: Start[PendingFrame] | None,
+        self, done: ProcessedFrame, latency: float, start: Start[PendingFrame] | None
     ) -> None:
+        update = done.update
         self.processed += 1
         device: dict[str, object] = {
             "profile": self.simulator.profile.name,

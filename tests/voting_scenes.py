@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from detectors.core import Box, Detection, Detections, FrameSize
+from detectors.core import Box, Confirmer, Detection, Detections, FrameSize
 from voting.core import VoteEvent, Voter
 
 Score = Callable[[float], float | None]
@@ -37,16 +37,32 @@ def detections_at(things: Sequence[Thing], t: float, frame: FrameSize | None = N
     return Detections(tuple(sorted(found, key=lambda d: -d.score)), frame=frame)
 
 
+@dataclass
+class ScriptedCheck:
+    """A detector's check that answers ``answers`` in turn (then the last one again forever),
+    and remembers the detections it was asked about."""
+
+    answers: Sequence[bool]
+    asked: list[Detection] = field(default_factory=list)
+
+    def __call__(self, detection: Detection) -> float:
+        self.asked.append(detection)
+        return float(self.answers[min(len(self.asked), len(self.answers)) - 1])
+
+
 def run(
     voter: Voter,
     things: Sequence[Thing],
     fps: float,
     duration: float,
     frame: FrameSize | None = None,
+    check: Callable[[Detection], float] | None = None,
 ) -> list[VoteEvent]:
+    """``voter``'s events on ``things`` seen at ``fps``; each frame offers ``check``, if any."""
     events: list[VoteEvent] = []
     for t in frames(fps, duration):
-        events.extend(voter.update(detections_at(things, t, frame), t).events)
+        confirm = None if check is None else Confirmer(check, 0.5, 1.0)
+        events.extend(voter.update(detections_at(things, t, frame), t, confirm).events)
     return events
 
 

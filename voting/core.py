@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from detectors.core import Box, Detections, rounded_box
+from detectors.core import Box, Confirmer, Detections, rounded_box
 
 EventKind = Literal["recognized", "lost", "updated"]
 
@@ -59,6 +59,13 @@ class VoteUpdate:
 
 
 class Voter(Protocol):
-    def update(self, detections: Detections, t: float) -> VoteUpdate:
-        """Feed the detections of the frame at media time ``t`` (seconds, non-decreasing)."""
+    def update(
+        self, detections: Detections, t: float, confirm: Confirmer | None = None
+    ) -> VoteUpdate:
+        """Feed the detections of the frame at media time ``t`` (seconds, non-decreasing).
+
+        ``confirm``, the detector's costlier second opinion on this frame
+        (:meth:`detectors.core.ConfirmingDetector.confirmer`), is asked about a
+        track's detection only on the frame the track would be recognized.
+        """
         ...

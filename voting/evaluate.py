@@ -74,6 +74,10 @@ class Tally:
     jitter_n: int = 0
     error_sum: float = 0.0
     error_n: int = 0
+    checks: int = 0
+    """Times the voter asked the detector's check (:class:`detectors.core.Confirmer`)."""
+    seconds: float = 0.0
+    """Video seen, positive and negative."""
 
     @property
     def precision(self) -> float:
@@ -108,6 +112,10 @@ class Tally:
         """One-sided 95 % upper bound on false recognitions per hour (Poisson)."""
         hours = self.negative_seconds / 3600
         return poisson_upper(self.false_in_negative) / hours if hours else math.nan
+
+    @property
+    def checks_per_hour(self) -> float:
+        return 3600 * self.checks / self.seconds if self.seconds else math.nan
 
     def delay(self, q: float) -> float:
         return float(np.quantile(self.delays, q)) if self.delays else math.nan
@@ -161,10 +169,15 @@ def _solve_decreasing(f: Callable[[float], float], target: float, lo: float, hi:
     return (lo + hi) / 2
 
 
-def run_clip(voter: Voter, clip: Clip) -> list[VoteUpdate]:
-    return [
-        voter.update(dets, float(t)) for dets, t in zip(clip.detections, clip.times, strict=True)
-    ]
+def run_clip(voter: Voter, clip: Clip, tally: Tally | None = None) -> list[VoteUpdate]:
+    """``voter``'s output on each frame of ``clip``; the checks it asked for go to ``tally``."""
+    updates = []
+    for i, (dets, t) in enumerate(zip(clip.detections, clip.times, strict=True)):
+        confirm = clip.confirmer(i)
+        updates.append(voter.update(dets, float(t), confirm))
+        if tally is not None and confirm is not None:
+            tally.checks += round(confirm.runs)
+    return updates
 
 
 def score_clip(
@@ -183,6 +196,7 @@ def score_clip(
         for event in update.events:
             if event.event == "recognized":
                 _score_recognition(clip, event, int(i), claimed, tally)
+    tally.seconds += clip.duration
     if clip.kind in ("negative", "empty"):
         tally.negative_seconds += clip.duration
     for obj in clip.objects:
@@ -409,7 +423,8 @@ def parse_noise(spec: str) -> NoiseModel:
 def parse_voters(
     spec: str, overrides: dict[str, Any], detector_threshold: float | None = None
 ) -> dict[str, Callable[[], Voter]]:
-    """``"balanced,kofn:k=8:n=10"``: presets, each with optional ``:field=value`` overrides.
+    """``"balanced,kofn:k=8:n=10,balanced:confirm=false"``: presets, each with optional
+    ``:field=value`` overrides.
 
     ``overrides`` (the fitted score model) go to the sequential presets only;
     ``detector_threshold`` goes to :func:`make_voter`, as sessions give it.
@@ -423,10 +438,17 @@ def parse_voters(
         own: dict[str, Any] = {} if name == BASELINE else dict(overrides)
         for field_spec in fields:
             key, _, value = field_spec.partition("=")
-            own[key] = int(value) if value.isdigit() else float(value)
+            own[key] = _option_value(value)
         make_voter(name, detector_threshold, **own)  # fail now, not half-way through
         voters[item] = _factory(name, detector_threshold, own)
     return voters
+
+
+def _option_value(text: str) -> bool | int | float:
+    """``true``/``false``, an integer or a number, as a voting option's value."""
+    if text in ("true", "false"):
+        return text == "true"
+    return int(text) if text.isdigit() else float(text)
 
 
 def evaluate(
@@ -442,7 +464,7 @@ def evaluate(
         for name, factory in voters.items():
             tally = tallies[(name, fps)] = Tally()
             for clip in sampled:
-                score_clip(clip, run_clip(factory(), clip), tally, min_view, clear)
+                score_clip(clip, run_clip(factory(), clip, tally), tally, min_view, clear)
     return tallies
 
 
@@ -451,7 +473,7 @@ def format_table(tallies: dict[tuple[str, float], Tally]) -> str:
     header = (
         f"{'voter':<{width}} {'fps':>4} {'events':>6} {'precision':>9} {'>= (95%)':>8} "
         f"{'recall':>7} {'hard':>6} {'whole':>6} {'false/h':>7} {'<= (95%)':>8} {'repeat':>6} "
-        f"{'median s':>8} {'p95 s':>6} {'jitter %':>8} {'err %':>6}"
+        f"{'median s':>8} {'p95 s':>6} {'jitter %':>8} {'err %':>6} {'checks/h':>8}"
     )
     lines = [header, "-" * len(header)]
     for (name, fps), t in tallies.items():
@@ -460,7 +482,8 @@ def format_table(tallies: dict[tuple[str, float], Tally]) -> str:
             f"{_pct(t.precision_low, 2):>8} {_pct(t.recall, 1):>7} {_pct(t.recall_hard, 0):>6} "
             f"{_pct(t.recall_whole, 1):>6} "
             f"{t.false_per_hour:>7.2f} {t.false_per_hour_high:>8.2f} {t.repeated:>6} "
-            f"{t.delay(0.5):>8.2f} {t.delay(0.95):>6.2f} {t.jitter:>8.2f} {t.error:>6.2f}"
+            f"{t.delay(0.5):>8.2f} {t.delay(0.95):>6.2f} {t.jitter:>8.2f} {t.error:>6.2f} "
+            f"{t.checks_per_hour:>8.0f}"
         )
     return "\n".join(lines)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from detectors.core import Detections
+from detectors.core import Confirmer, Detections
 from voting.core import TrackedDetection, VoteEvent, VoteUpdate
 from voting.tracker import IouTracker
 
@@ -25,12 +25,18 @@ class KOfNVoter:
         if not 1 <= self.k <= self.n:
             raise ValueError(f"need 1 <= k <= n, got k={self.k}, n={self.n}")
 
-    def update(self, detections: Detections, t: float) -> VoteUpdate:
+    def update(
+        self, detections: Detections, t: float, confirm: Confirmer | None = None
+    ) -> VoteUpdate:
         pairs = self.tracker.associate(list(detections.above(self.min_score)), t)
-        matched = {id(track) for track, _ in pairs}
+        matched = {id(track): det for track, det in pairs}
         events: list[VoteEvent] = []
         for track in self.tracker.tracks:
-            track.hits = [*track.hits, id(track) in matched][-self.n :]
+            det = matched.get(id(track))
+            track.hits = [*track.hits, det is not None][-self.n :]
+            deciding = not track.recognized and sum(track.hits) >= self.k
+            if deciding and det is not None and confirm is not None and not confirm(det):
+                track.hits[-1] = False  # an unconfirmed hit counts as a miss
             if not track.recognized and sum(track.hits) >= self.k:
                 track.recognized = True
                 events.append(

@@ -143,6 +143,8 @@ def _check_type(name: str, value: object, expected: object) -> None:
         ok = isinstance(value, Mapping) and all(
             isinstance(k, str) and isinstance(m, ScoreModel) for k, m in value.items()
         )
+    elif expected == "bool":
+        ok = isinstance(value, bool)
     elif expected == "int":
         ok = isinstance(value, int) and not isinstance(value, bool)
     else:

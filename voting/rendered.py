@@ -15,6 +15,7 @@ import hashlib
 import importlib
 import importlib.metadata
 import json
+import math
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -26,8 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from detectors.card import ModelCard, read_card
-from detectors.core import Box, Detection, Detections, Detector, iou
-from voting.simulate import BASE_FPS, FRAME_H, FRAME_W, FU, Clip, GroundTruthObject
+from detectors.core import Box, ConfirmingDetector, Detection, Detections, Detector, iou
+from voting.simulate import BASE_FPS, FRAME_H, FRAME_W, FU, Clip, ClipCheck, GroundTruthObject
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fuscan/voting"
 LINK_IOU = 0.3
@@ -67,6 +68,10 @@ def detector_fingerprint(card: ModelCard, runtime: str) -> str:
         "zoom": None if card.zoom is None else _set_fields(asdict(card.zoom)),
         "runtime": runtime,
     }
+    if card.zoom is not None and card.zoom.turned_min is not None:
+        # Since the voter asks for it, detections are no longer filtered by the turned
+        # check, and its scores are cached beside them: caches of the older meaning miss.
+        spec["check"] = "turned, scored"
     digest.update(json.dumps(spec, sort_keys=True).encode())
     return digest.hexdigest()[:16]
 
@@ -108,12 +113,8 @@ def detected_clip(
         arrays = _detect(detector(), seed, content, n_frames)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            np.savez_compressed(
-                path,
-                detections=arrays["detections"],
-                labels=arrays["labels"],
-                truth=arrays["truth"],
-            )
+            named: dict[str, Any] = dict(arrays)  # keyword names, none of them numpy's own
+            np.savez_compressed(path, **named)
     return _to_clip(arrays, seed, content, n_frames)
 
 
@@ -171,24 +172,41 @@ def _detect(
     frames, truth = scenes.make_clip(seed, n_frames, BASE_FPS, FRAME_W, FRAME_H, content=content)
     det_rows: list[tuple[float, ...]] = []
     labels: list[str] = []
+    checks: list[float] = []
+    check_min = math.nan
     for i, frame in enumerate(frames):
+        confirmer = None
+        if isinstance(detector, ConfirmingDetector):
+            confirmer = detector.confirmer(frame)
         for det in detector.detect(frame):
             det_rows.append((i, det.score, *det.box))
             labels.append(det.label)
+            if confirmer is not None:  # a voter asks only now and then; asked here, every time
+                checks.append(confirmer.check(det))
+                check_min = confirmer.min_score
     gt_rows = [(i, *box) for i, boxes in enumerate(truth) for box in boxes.tolist()]
-    return {
+    arrays: dict[str, npt.NDArray[np.generic]] = {
         "detections": np.array(det_rows, np.float64).reshape(-1, 6),
         "labels": np.array(labels, dtype=str),
         "truth": np.array(gt_rows, np.float64).reshape(-1, 5),
     }
+    if checks:
+        arrays["checks"] = np.array(checks, np.float64)
+        arrays["check_min"] = np.array(check_min, np.float64)
+    return arrays
 
 
 def _to_clip(
     arrays: dict[str, npt.NDArray[np.generic]], seed: int, content: str, n_frames: int
 ) -> Clip:
     per_frame: list[list[Detection]] = [[] for _ in range(n_frames)]
-    for row, label in zip(arrays["detections"].tolist(), arrays["labels"].tolist(), strict=True):
-        per_frame[int(row[0])].append(Detection(str(label), row[1], _box(row[2:])))
+    scores: list[dict[Detection, float]] = [{} for _ in range(n_frames)]
+    rows = arrays["detections"].tolist()
+    checks = arrays["checks"].tolist() if "checks" in arrays else [math.nan] * len(rows)
+    for row, label, score in zip(rows, arrays["labels"].tolist(), checks, strict=True):
+        det = Detection(str(label), row[1], _box(row[2:]))
+        per_frame[int(row[0])].append(det)
+        scores[int(row[0])][det] = score
     detections = tuple(
         Detections(tuple(sorted(found, key=lambda d: -d.score)), frame=(FRAME_W, FRAME_H))
         for found in per_frame
@@ -198,7 +216,10 @@ def _to_clip(
         truth[int(row[0])].append(_box(row[1:]))
     times = np.arange(n_frames) / BASE_FPS
     objects = link_objects(truth, detections, times)
-    return Clip(content, seed, times, detections, objects, np.arange(n_frames))
+    check = None
+    if "check_min" in arrays:
+        check = ClipCheck(tuple(scores), float(arrays["check_min"]))
+    return Clip(content, seed, times, detections, objects, np.arange(n_frames), check)
 
 
 def link_objects(

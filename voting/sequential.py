@@ -17,7 +17,15 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from detectors.core import Box, Detection, Detections, FrameSize, iou, touches_edge
+from detectors.core import (
+    Box,
+    Confirmer,
+    Detection,
+    Detections,
+    FrameSize,
+    iou,
+    touches_edge,
+)
 from voting.core import TrackedDetection, VoteEvent, VoteUpdate
 from voting.evidence import ScoreModel, SprtThresholds
 from voting.smoothing import OneEuroBox, OneEuroConfig
@@ -88,6 +96,11 @@ class SequentialConfig:
             threshold. A cut-off 福 scored high is still recognized, a little later
             (docs/voting.md, "Views cut by the frame's edge"). Applies when the
             detections say their frame size.
+        confirm: ask the detector's second opinion (the ``confirm`` given to
+            :meth:`SequentialVoter.update`, if any) about a track's detection on the frame
+            the track would be recognized; if it does not confirm, that frame counts as a
+            miss, and the track is asked again when it next gets there. Paid about once per
+            object rather than on every frame (docs/voting.md, "The turned check").
         score_model: per-frame LLR of a score, and of a miss, for every label
             not in ``label_score_models``.
         label_score_models: the curves of particular labels. A session lists
@@ -109,6 +122,7 @@ class SequentialConfig:
     lose_below: float = 0.0
     min_score: float = 0.3
     edge_discount: float = 0.06
+    confirm: bool = True
     score_model: ScoreModel = DEFAULT_SCORE_MODEL
     label_score_models: Mapping[str, ScoreModel] = field(default_factory=dict)
     min_iou: float = 0.3
@@ -192,8 +206,13 @@ class SequentialVoter:
         self._upper = thresholds.upper
         self._smoothing = OneEuroConfig(c.smooth_min_cutoff, c.smooth_beta)
 
-    def update(self, detections: Detections, t: float) -> VoteUpdate:
+    def update(
+        self, detections: Detections, t: float, confirm: Confirmer | None = None
+    ) -> VoteUpdate:
         """Feed the detections of the frame at media time ``t`` and collect what changed.
+
+        ``confirm`` is asked about a track's detection only on the frame the
+        track would be recognized (see :attr:`SequentialConfig.confirm`).
 
         Raises:
             ValueError: ``t`` is earlier than the previous frame's.
@@ -213,7 +232,11 @@ class SequentialVoter:
                 state = TrackEvidence(smoother, smoother.update(track.box, t), track.box)
                 self._evidence[track.id] = state
             model = self.config.label_score_models.get(track.label, self.config.score_model)
+            before = state.llr, state.last_t
             self._accumulate(state, model.llr(self._evidence_score(det, detections.frame)), t)
+            if self._refused(state, det, confirm):
+                state.llr, state.last_t = before  # the frame counts as a miss instead
+                self._accumulate(state, model.miss_llr, t)
             if det is not None:
                 state.box = state.smoother.update(det.box, t)
                 tracked[track.id] = TrackedDetection(det.label, det.score, state.box, track.id)
@@ -228,6 +251,14 @@ class SequentialVoter:
             if state.recognized:
                 events.append(VoteEvent("lost", track.label, track.id, t))
         return VoteUpdate(tuple(tracked[track.id] for track, _ in pairs), tuple(events))
+
+    def _refused(
+        self, state: TrackEvidence, det: Detection | None, confirm: Confirmer | None
+    ) -> bool:
+        """Whether ``det`` would get its track recognized and ``confirm`` says it is not so."""
+        if det is None or confirm is None or not self.config.confirm or state.recognized:
+            return False
+        return state.llr >= self._upper and not confirm(det)
 
     def _evidence_score(self, det: Detection | None, frame: FrameSize | None) -> float | None:
         if det is None:

@@ -18,12 +18,13 @@ Clips are drawn at ``BASE_FPS``; slower devices are simulated by
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 
-from detectors.core import Box, Detection, Detections
+from detectors.core import Box, Confirmer, Detection, Detections
 
 BASE_FPS = 30.0
 FRAME_W, FRAME_H = 640, 480
@@ -78,6 +79,20 @@ class GroundTruthObject:
 
 
 @dataclass(frozen=True, slots=True)
+class ClipCheck:
+    """The detector's check (:class:`detectors.core.Confirmer`) of a clip's detections,
+    made on every detection when the clip was detected, so that a voter can ask it later."""
+
+    scores: tuple[Mapping[Detection, float], ...]
+    """Per frame of the base-rate timeline, each detection's score under the check."""
+    min_score: float
+
+    def confirmer(self, frame: int) -> Confirmer:
+        """The check of the detections of base-rate frame ``frame``; one check, one run."""
+        return Confirmer(self.scores[frame].__getitem__, self.min_score, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
 class Clip:
     """Per-frame detections of a simulated (or detected, then cached) clip, with its truth."""
 
@@ -88,6 +103,12 @@ class Clip:
     objects: tuple[GroundTruthObject, ...]
     frame_index: npt.NDArray[np.int64]
     """Index of each frame in the base-rate timeline (the objects' ``boxes`` rows)."""
+    check: ClipCheck | None = None
+    """The detector's check, for a detector that offers one."""
+
+    def confirmer(self, i: int) -> Confirmer | None:
+        """The check of the detections of this clip's ``i``-th frame (``None``: none)."""
+        return None if self.check is None else self.check.confirmer(int(self.frame_index[i]))
 
     @property
     def duration(self) -> float:

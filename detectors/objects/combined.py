@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from detectors.core import Detections, Detector, ImageBGR
+from detectors.core import Confirmer, ConfirmingDetector, Detections, Detector, ImageBGR
 
 
 class CombinedDetector:
@@ -26,3 +26,9 @@ class CombinedDetector:
         # Emulated phones are charged for the network's runs; the target matcher is not
         # emulated (docs/hw_sim.md, "Not modelled").
         return Detections(tuple(sorted(found, key=lambda d: -d.score)), primary.runs, primary.frame)
+
+    def confirmer(self, image: ImageBGR) -> Confirmer | None:
+        """``primary``'s check, if it has one: it confirms the targets' detections as they are."""
+        if isinstance(self.primary, ConfirmingDetector):
+            return self.primary.confirmer(image)
+        return None

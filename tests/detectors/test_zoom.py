@@ -156,16 +156,8 @@ def test_a_candidate_the_first_look_saw_big_enough_gets_no_close_up() -> None:
     assert iou(shipped.items[0].box, always.items[0].box) > 0.8
 
 
-def turned(min_score: float) -> OnnxDetector:
-    card = find_card("l", "int8")
-    assert card.zoom is not None
-    return OnnxDetector(
-        dataclasses.replace(card, zoom=dataclasses.replace(card.zoom, turned_min=min_score))
-    )
-
-
 @pytest.mark.parametrize(
-    ("seed", "content", "frame", "kept"),
+    ("seed", "content", "frame", "turned"),
     [
         (3, "fu", 0, True),  # a 福 framed big (no close-up at min_zoom 1.5): still checked
         (5, "fu", 0, True),  # a small 福
@@ -173,17 +165,29 @@ def turned(min_score: float) -> OnnxDetector:
         (1732, "fu", 90, False),  # 蝠 cut by the top edge
     ],
 )
-def test_the_turned_check_keeps_fu_and_drops_look_alikes_that_read_as_fu_one_way_up(
-    seed: int, content: str, frame: int, kept: bool
+def test_the_turned_check_confirms_fu_and_refuses_look_alikes_that_read_as_fu_one_way_up(
+    seed: int, content: str, frame: int, turned: bool
 ) -> None:
     n_frames = 1 if frame == 0 else 120  # the clips eval-voting renders (drift depends on length)
     image = make_clip(seed, n_frames, content=content).frames[frame]  # type: ignore[arg-type]
-    shipped = zoomed("l").detect(image)
-    checked = turned(0.4).detect(image)
-    assert len(shipped) == 1 and len(checked) == int(kept)
-    assert checked.runs == shipped.runs + 1  # one more close-up for each candidate it confirms
-    if kept:
-        assert checked.items == shipped.items
+    detector = zoomed("l")
+    found = detector.detect(image)
+    confirmer = detector.confirmer(image)
+    assert len(found) == 1 and confirmer is not None
+    assert confirmer(found.items[0]) is turned
+    assert confirmer.runs == detector.close_up_work  # one close-up per check asked
+    assert (confirmer.check(found.items[0]) >= 0.4) is turned
+
+
+def test_the_turned_check_is_offered_only_by_cards_that_set_it_and_passes_other_labels() -> None:
+    card = find_card("l", "int8")
+    assert card.zoom is not None and card.zoom.turned_min == 0.4
+    frame = make_clip(3, n_frames=1).frames[0]
+    plain = dataclasses.replace(card, zoom=dataclasses.replace(card.zoom, turned_min=None))
+    assert OnnxDetector(plain).confirmer(frame) is None
+    confirmer = OnnxDetector(card).confirmer(frame)
+    assert confirmer is not None
+    assert confirmer.check(Detection("poster-7", 0.5, (0, 0, 10, 10))) == 1.0  # not its label
 
 
 def test_without_zoom_the_detector_reports_the_first_look() -> None:

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from detectors.core import Detection, Detections
-from hw_sim import DeviceProfile, camera_scale, camera_view, to_received
+from detectors.core import Confirmer, Detection, Detections
+from hw_sim import DeviceProfile, camera_scale, camera_view, confirm_received, to_received
 
 VGA = DeviceProfile("p", camera_width=640, camera_height=480)
 
@@ -35,3 +35,13 @@ def test_camera_view_and_boxes_back_in_received_pixels():
     seen_whole = Detections(found.items, 2, (640, 480))
     assert to_received(seen_whole, 1.0, (640, 480)) is seen_whole
     assert camera_view(VGA, view)[0] is view
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.5])
+def test_a_check_made_on_the_camera_view_is_asked_in_received_pixels(scale):
+    asked = []
+    in_view = Confirmer(lambda d: asked.append(d.box) or 0.9, 0.5, 2.0)
+    received = confirm_received(in_view, scale)
+    assert received(Detection("fu", 0.8, (20.0, 40.0, 60.0, 80.0)))
+    assert asked == [(20.0 * scale, 40.0 * scale, 60.0 * scale, 80.0 * scale)]
+    assert (received.min_score, received.work, received.runs) == (0.5, 2.0, 2.0)

@@ -4,10 +4,12 @@ import asyncio
 import dataclasses
 import itertools
 
+import cv2
 import pytest
 from fakes import RedSquareDetector, red_square_frame
 from virtual_time import InlineExecutor, run_virtual
 
+from detectors.core import Confirmer
 from hw_sim import DeviceProfile, DeviceSimulator, ModelSpec, Thermal
 from stream.pipelines import OptionError, Pipelines, SessionOptions
 from stream.session import Session
@@ -115,6 +117,36 @@ def test_the_phone_pays_for_the_detectors_close_ups():
     assert latencies == {False: pytest.approx(105.0), True: pytest.approx(305.0)}
     for a, b in itertools.pairwise(frames):  # the next frame starts once the close-ups are done
         assert b["device"]["start_t"] >= a["device"]["done_t"] - 1e-9
+
+
+class CheckingDetector(RedSquareDetector):
+    """The red square, with a check that costs two network runs, confirms, and remembers
+    what it was asked about: the detection's box and the image it looks at."""
+
+    def __init__(self) -> None:
+        super().__init__("s")
+        self.asked: list[tuple[tuple[float, ...], tuple[int, ...]]] = []
+
+    def confirmer(self, image):
+        def check(detection):
+            self.asked.append((detection.box, image.shape[:2]))
+            return 1.0
+
+        return Confirmer(check, 0.5, 2.0)
+
+
+def test_the_phone_pays_for_the_check_the_voter_asks_in_its_camera_pixels():
+    cool = phone(jitter=0.0, thermal=Thermal())  # 105 ms a frame: 5 ms + 100 ms network
+    small = dataclasses.replace(cool, camera_width=160, camera_height=120)  # half the frame
+    detector = CheckingDetector()
+    _, sent, _ = run_virtual(lambda: play(small, clip(), False, detector=detector))
+    messages = [m for _, m in sent]
+    (at,) = [i for i, m in enumerate(messages) if m.get("event") == "recognized"]
+    assert messages[at - 1]["device"]["latency_ms"] == pytest.approx(305.0)  # 1 run + 2
+    others = [m["device"]["latency_ms"] for m in messages[: at - 1] if m["type"] == "frame"]
+    assert others == [pytest.approx(105.0)] * len(others) and others
+    view = cv2.resize(SQUARE, (160, 120), interpolation=cv2.INTER_AREA)
+    assert detector.asked == [(RedSquareDetector().detect(view).items[0].box, (120, 160))]
 
 
 @pytest.mark.parametrize(

@@ -1,3 +1,4 @@
+import dataclasses
 import math
 import sys
 import types
@@ -8,8 +9,9 @@ import pytest
 from detectors.core import Detection, Detections
 from voting import evaluate
 from voting.core import VoteEvent, VoteUpdate
+from voting.presets import make_voter
 from voting.rendered import detected_clip, link_objects
-from voting.simulate import FU, NEGATIVE, Clip, GroundTruthObject
+from voting.simulate import FU, NEGATIVE, Clip, ClipCheck, GroundTruthObject
 
 BOX = (100.0, 100.0, 200.0, 200.0)
 ELSEWHERE = (400.0, 300.0, 450.0, 350.0)
@@ -103,6 +105,7 @@ def evaluate_det(box):
     [
         ("balanced", ["balanced"]),
         ("fast,kofn:k=2:n=3:min_score=0.6", ["fast", "kofn:k=2:n=3:min_score=0.6"]),
+        ("balanced,balanced:confirm=false", ["balanced", "balanced:confirm=false"]),
     ],
 )
 def test_parse_voters(spec, names):
@@ -111,7 +114,14 @@ def test_parse_voters(spec, names):
     assert all(factory() is not factory() for factory in voters.values())
 
 
-@pytest.mark.parametrize("spec", ["nope", "balanced:alpah=0.1", "kofn:k=x"])
+def test_parse_voters_reads_true_and_false_as_switches():
+    voters = evaluate.parse_voters("balanced:confirm=false,strict:confirm=true", {})
+    assert [factory().config.confirm for factory in voters.values()] == [False, True]
+
+
+@pytest.mark.parametrize(
+    "spec", ["nope", "balanced:alpah=0.1", "kofn:k=x", "balanced:confirm=0", "balanced:alpha=true"]
+)
 def test_parse_voters_rejects(spec):
     with pytest.raises(ValueError):
         evaluate.parse_voters(spec, {})
@@ -283,3 +293,19 @@ def test_whole_visits_count_whatever_the_detector_scored(clarity):
     evaluate.score_clip(clip, updates_with([(24, recognized(0.8))]), tally, 1.0, 0.75)
     assert (tally.whole_visits, tally.whole_covered, tally.recall_whole) == (1, 1, 1.0)
     assert tally.visits + tally.hard_visits == 1
+
+
+@pytest.mark.parametrize(("confirm", "checks"), [(True, 1), (False, 0)])
+def test_run_clip_offers_the_clips_check_and_counts_what_the_voter_asks(confirm, checks):
+    clip = clip_with(n=30)
+    seen = Detection(FU, 0.9, BOX)
+    check = ClipCheck(tuple({seen: 0.9} for _ in range(30)), 0.4)
+    clip = dataclasses.replace(clip, detections=(Detections((seen,)),) * 30, check=check)
+    tally = evaluate.Tally()
+    voter = make_voter("balanced", None, confirm=confirm)
+    updates = evaluate.run_clip(voter, clip, tally)
+    assert sum(e.event == "recognized" for u in updates for e in u.events) == 1
+    evaluate.score_clip(clip, updates, tally, 1.0, 0.75)
+    assert tally.checks == checks
+    assert tally.checks_per_hour == pytest.approx(3600 * checks)  # one second of video
+    assert f"{3600 * checks:>8}" in evaluate.format_table({("balanced", 15.0): tally})

@@ -1,5 +1,5 @@
 import pytest
-from voting_scenes import A, Thing, kinds, run, steady
+from voting_scenes import A, ScriptedCheck, Thing, kinds, run, steady
 
 from voting.kofn import KOfNVoter
 
@@ -28,3 +28,18 @@ def test_frame_rate_changes_its_timing():
 def test_k_must_fit_n():
     with pytest.raises(ValueError, match="k <= n"):
         KOfNVoter(k=4, n=3)
+
+
+@pytest.mark.parametrize(
+    ("answers", "asked", "at"),
+    [
+        ([True], 1, 0.2),  # asked on the k-th hit only
+        ([False, True], 2, 0.3),  # the refused hit counts as a miss: one frame later
+        ([False], 24, None),  # never recognized: asked on the 24 of 40 hits that would decide
+    ],
+)
+def test_the_check_is_asked_on_the_hit_that_would_recognize(answers, asked, at):
+    check = ScriptedCheck(answers)
+    events = run(KOfNVoter(k=3, n=5), [Thing(A, steady(0.9, 0.0, 4.0))], 10, 4.0, check=check)
+    assert len(check.asked) == asked
+    assert [e.t for e in events if e.event == "recognized"] == ([] if at is None else [at])

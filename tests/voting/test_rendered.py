@@ -4,6 +4,9 @@ from pathlib import Path
 import pytest
 
 from detectors.card import InputSpec, ModelCard, ZoomSpec, find_card
+from detectors.core import Detector
+from detectors.onnx_detector import OnnxDetector
+from detectors.synth.scenes import make_clip
 from voting.rendered import (
     clip_path,
     detected_clip,
@@ -12,6 +15,11 @@ from voting.rendered import (
     render_missing,
     synth_cache_name,
 )
+from voting.simulate import BASE_FPS, FRAME_H, FRAME_W
+
+
+def _never() -> Detector:
+    raise AssertionError("cached clips must not need a detector")
 
 
 def card_in(folder: Path, model: bytes = b"weights", **fields) -> ModelCard:
@@ -45,6 +53,12 @@ def test_detector_fingerprint_changes_with_the_close_up_size(tmp_path):
     default = detector_fingerprint(card_in(tmp_path, zoom=ZoomSpec()), "ort")
     small = detector_fingerprint(card_in(tmp_path, zoom=ZoomSpec(size=(160, 120))), "ort")
     assert small != default
+
+
+def test_detector_fingerprint_changes_with_the_turned_check(tmp_path):
+    plain = detector_fingerprint(card_in(tmp_path, zoom=ZoomSpec()), "ort")
+    checked = detector_fingerprint(card_in(tmp_path, zoom=ZoomSpec(turned_min=0.4)), "ort")
+    assert checked != plain
 
 
 def test_detector_fingerprint_ignores_measured_numbers(tmp_path):
@@ -81,11 +95,24 @@ def test_render_missing_fills_the_cache_in_worker_processes_as_one_process_would
     assert all(clip_path(tmp_path, name, k, s, n_frames).exists() for k, s in specs)
     assert render_missing(card, specs, seconds=n_frames / 30, cache=tmp_path, jobs=2) == 0
 
-    def never():
-        raise AssertionError("cached clips must not need a detector")
-
-    cached = detected_clip(never, name, 3, "fu", n_frames / 30, tmp_path)
-    from detectors.onnx_detector import OnnxDetector
-
+    cached = detected_clip(_never, name, 3, "fu", n_frames / 30, tmp_path)
     fresh = detected_clip(lambda: OnnxDetector(card), name, 3, "fu", n_frames / 30, None)
     assert cached.detections == fresh.detections
+    assert cached.check is None  # the s card offers no check
+
+
+def test_cached_clips_keep_the_check_of_every_detection_for_the_voter_to_ask(tmp_path):
+    card = find_card("l", "int8")
+    name, n_frames = synth_cache_name(card), 4
+    detector = OnnxDetector(card)
+    fresh = detected_clip(lambda: detector, name, 3, "fu", n_frames / 30, tmp_path)
+    cached = detected_clip(_never, name, 3, "fu", n_frames / 30, tmp_path)
+    assert cached.check is not None and cached.check == fresh.check
+    frames = make_clip(3, n_frames, BASE_FPS, FRAME_W, FRAME_H, content="fu").frames
+    for i, frame in enumerate(frames):
+        own = detector.confirmer(frame)
+        assert own is not None and cached.detections[i]
+        for found in cached.detections[i]:
+            assert cached.check.scores[i][found] == own.check(found)
+            confirm = cached.confirmer(i)
+            assert confirm is not None and confirm(found) == own(found)

@@ -1,7 +1,17 @@
 import math
 
 import pytest
-from voting_scenes import A, B, Thing, detections_at, frames, kinds, run, steady
+from voting_scenes import (
+    A,
+    B,
+    ScriptedCheck,
+    Thing,
+    detections_at,
+    frames,
+    kinds,
+    run,
+    steady,
+)
 
 from detectors.core import Detection, Detections
 from voting.core import VoteUpdate
@@ -298,3 +308,40 @@ def test_unrecognized_track_expires_quietly():
     assert v.tracker.tracks == []
     (det,) = v.update(Detections((Detection("fu", 0.9, A),)), 2.1).detections
     assert det.track == 2
+
+
+@pytest.mark.parametrize("fps", [8, 30])
+@pytest.mark.parametrize(
+    ("answers", "confirm", "asked", "later"),
+    [
+        ([True], True, 1, False),  # asked once, on the frame it is recognized; no later
+        ([False, True], True, 2, True),  # refused once: that frame is a miss, asked again
+        ([False, False, False, True], True, 4, True),
+        ([False], False, 0, False),  # a voter told not to ask never does
+    ],
+)
+def test_the_check_is_asked_only_when_a_track_would_be_recognized(
+    fps, answers, confirm, asked, later
+):
+    thing = [Thing(A, steady(0.9, 0.0, 2.0))]
+    check = ScriptedCheck(answers)
+    events = run(voter(confirm=confirm), thing, fps, 4.0, check=check)
+    (plain, _) = run(voter(), thing, fps, 4.0)
+    assert kinds(events) == [("recognized", 1), ("lost", 1)]
+    assert len(check.asked) == asked
+    assert (events[0].t > plain.t) is later
+
+
+@pytest.mark.parametrize("fps", [8, 30])
+def test_a_track_the_check_always_refuses_is_never_recognized_nor_asked_every_frame(fps):
+    check = ScriptedCheck([False])
+    assert run(voter(), [Thing(A, steady(0.9))], fps, 10.0, check=check) == []
+    assert 0 < len(check.asked) < 10 * fps
+
+
+def test_the_check_is_asked_about_the_track_that_would_be_recognized_only():
+    check = ScriptedCheck([True])
+    things = [Thing(A, steady(0.9)), Thing(B, steady(0.45))]  # B: a steady look-alike
+    events = run(voter(), things, 15, 10.0, check=check)
+    assert kinds(events) == [("recognized", 1)]
+    assert [d.box for d in check.asked] == [A]
