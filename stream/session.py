@@ -21,7 +21,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from detectors.core import ConfirmingDetector, Detections, Detector, ImageBGR
+from detectors.core import ConfirmingDetector, Detector, ImageBGR
 from hw_sim import (
     DeviceSimulator,
     DeviceTimeline,
@@ -88,7 +88,6 @@ class ProcessedFrame:
     pending: PendingFrame
     width: int
     height: int
-    detections: Detections
     update: VoteUpdate
     runs: float
     """Network runs the phone pays for: the detector's, and any checks the voter asked for."""
@@ -360,9 +359,7 @@ class Session:
             confirm = None if own is None else confirm_received(own, scale)
         update = self.voter.update(detections, pending.t, confirm)
         runs = detections.runs + (0.0 if confirm is None else confirm.runs)
-        return ProcessedFrame(
-            pending, width, height, detections, update, runs, time.perf_counter() - started
-        )
+        return ProcessedFrame(pending, width, height, update, runs, time.perf_counter() - started)
 
     async def _publish(
         self, done: ProcessedFrame, latency: float, start: Start[PendingFrame] | None
