@@ -112,15 +112,19 @@ class Confirmer:
     detection's score under the costlier look (0: nothing there); it confirms
     at ``min_score`` or more. ``work`` is what one check costs in network runs
     at the model's input size (see :attr:`Detections.runs`); ``runs`` sums it
-    over the checks made.
+    over the checks made. Detections of labels not in ``labels`` (``None``:
+    every label is judged) are confirmed as they are, at no cost.
     """
 
     check: Callable[[Detection], float]
     min_score: float
     work: float
+    labels: frozenset[str] | None = None
     runs: float = 0.0
 
     def __call__(self, detection: Detection) -> bool:
+        if self.labels is not None and detection.label not in self.labels:
+            return True
         self.runs += self.work
         return self.check(detection) >= self.min_score
 
@@ -130,10 +134,8 @@ class ConfirmingDetector(Detector, Protocol):
     """A detector that can also look twice at a detection it made, when asked."""
 
     def confirmer(self, image: ImageBGR) -> Confirmer | None:
-        """A :class:`Confirmer` of detections made on ``image`` (``None``: no check to offer).
-
-        Detections of labels the detector does not know are confirmed as they are.
-        """
+        """A :class:`Confirmer` of detections made on ``image`` (``None``: no check to offer),
+        judging the detector's own labels."""
         ...
 
 

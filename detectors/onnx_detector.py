@@ -316,7 +316,7 @@ class OnnxDetector:
         def check(detection: Detection) -> float:
             return self.turned_score(image, detection, floor)
 
-        return Confirmer(check, zoom.turned_min, self.close_up_work)
+        return Confirmer(check, zoom.turned_min, self.close_up_work, frozenset(self.card.classes))
 
     def turned_score(self, image: ImageBGR, detection: Detection, floor: float) -> float:
         """The score of ``detection`` on its close-up turned upside down; 0 below ``floor``.
@@ -324,12 +324,9 @@ class OnnxDetector:
         The model is taught 福 both ways up (倒福), so a real one reads as 福
         turned too, while a look-alike it mistakes for 福 one way up seldom does
         the other way. The close-up is the second look's crop whatever
-        ``zoom.min_zoom`` (the whole frame when that crop would hold it). A
-        detection of a label this model does not know scores 1.
+        ``zoom.min_zoom`` (the whole frame when that crop would hold it).
         """
         zoom = self.card.zoom or ZoomSpec()
-        if detection.label not in self.card.classes:
-            return 1.0
         height, width = image.shape[:2]
         region = self.close_up_region(image, detection, dataclasses.replace(zoom, min_zoom=None))
         x0, y0, x1, y1 = region or (0, 0, width, height)

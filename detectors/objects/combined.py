@@ -28,7 +28,7 @@ class CombinedDetector:
         return Detections(tuple(sorted(found, key=lambda d: -d.score)), primary.runs, primary.frame)
 
     def confirmer(self, image: ImageBGR) -> Confirmer | None:
-        """``primary``'s check, if it has one: it confirms the targets' detections as they are."""
+        """``primary``'s check, if it has one (it judges ``primary``'s labels only)."""
         if isinstance(self.primary, ConfirmingDetector):
             return self.primary.confirmer(image)
         return None

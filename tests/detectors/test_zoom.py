@@ -187,7 +187,8 @@ def test_the_turned_check_is_offered_only_by_cards_that_set_it_and_passes_other_
     assert OnnxDetector(plain).confirmer(frame) is None
     confirmer = OnnxDetector(card).confirmer(frame)
     assert confirmer is not None
-    assert confirmer.check(Detection("poster-7", 0.5, (0, 0, 10, 10))) == 1.0  # not its label
+    assert confirmer(Detection("poster-7", 0.5, (0, 0, 10, 10)))  # a target: not its label
+    assert confirmer.runs == 0  # and no close-up for it
 
 
 def test_without_zoom_the_detector_reports_the_first_look() -> None:

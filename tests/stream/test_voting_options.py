@@ -15,6 +15,7 @@ from voting.sequential import OBJECT_SCAN_SCORE_MODEL, score_model_for_threshold
         ({"preset": "strict"}, "strict", {}),
         ({"preset": "fast", "voting": {"alpha": 0.02}}, "fast", {"alpha": 0.02}),
         ({"preset": "kofn", "voting": {"k": 2, "n": 3}}, "kofn", {"k": 2, "n": 3}),
+        ({"voting": {"confirm": False}}, "balanced", {"confirm": False}),
     ],
 )
 def test_voting_options_are_accepted(raw, preset, voting):
@@ -31,6 +32,8 @@ def test_voting_options_are_accepted(raw, preset, voting):
         ({"voting": {"alpah": 0.1}}, "bad_option", "alpah"),
         ({"voting": {"alpha": "high"}}, "bad_option", "must be float"),
         ({"voting": {"alpha": 0.9}}, "bad_option", "alpha must be in"),
+        ({"voting": {"confirm": "no"}}, "bad_option", "must be bool"),
+        ({"voting": {"confirm": 0}}, "bad_option", "must be bool"),
         ({"voting": {"score_model": {}}}, "bad_option", "ScoreModel"),
         ({"preset": "kofn", "voting": {"k": 9, "n": 3}}, "bad_option", "k <= n"),
     ],
