@@ -20,7 +20,9 @@ Metrics (see docs/voting.md):
 - box jitter: RMS frame-to-frame change of the reported box's error, in % of
   the box size, and the mean error itself (smoothing must not buy calm with lag);
 - beside precision and the false rate, the one-sided 95 % bounds their counts
-  allow (few events prove little).
+  allow (few events prove little);
+- how often the voter asked the detector's check (``checks/h``, per hour of
+  all video), for rendered clips through a card that offers one.
 """
 
 from __future__ import annotations
