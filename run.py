@@ -121,6 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     eval_hw.add_argument(
         "--realtime", action="store_true", help="also check the real-time pace against the profile"
     )
+    eval_hw.add_argument(
+        "--voting",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="repeatable: an override of the balanced preset, e.g. confirm=false",
+    )
 
     args, rest = parser.parse_known_args(argv)
     if args.command in OWN_PARSERS:
@@ -196,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             args.seed,
             args.realtime,
             args.tier,
+            args.voting,
         )
     parser.error(f"unknown command {args.command}")
     return 2

@@ -28,6 +28,8 @@ from detectors.core import ImageBGR, iou
 from hw_sim import PROFILES, DeviceProfile, EmulatedDevice, ModelSpec, choose_model
 from stream.pipelines import Pipelines, SessionOptions
 from stream.session import Message
+from voting.evaluate import option_value
+from voting.presets import make_voter
 
 MATCH_IOU = 0.3
 """A ``recognized`` event is correct when its box overlaps a true 福 box of its frame this much."""
@@ -308,11 +310,13 @@ async def evaluate(
     clips: Sequence[EvalClip],
     seed: int = 0,
     tier: str | None = None,
+    voting: dict[str, Any] | None = None,
 ) -> tuple[list[EvalRow], dict[str, list[ClipRun]]]:
-    """Every clip through a fast session per profile (``tier`` overrides the profile's)."""
+    """Every clip through a fast session per profile (``tier`` overrides the profile's;
+    ``voting`` the ``balanced`` preset's fields, as a client's ``start`` options would)."""
     rows, runs = [], {}
     for name in profiles:
-        options = SessionOptions(name, tier, seed)
+        options = SessionOptions(name, tier, seed, voting=dict(voting or {}))
         runs[name] = [await run_clip(pipelines, options, clip, realtime=False) for clip in clips]
         rows.append(summarize(name, runs[name]))
     return rows, runs
@@ -469,6 +473,22 @@ def profiles_main(bench: bool) -> int:
     return 0
 
 
+def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """``["confirm=false", "alpha=0.01"]`` as the ``balanced`` preset's overrides.
+
+    Raises:
+        ValueError: an item is not ``field=value``, or the preset refuses it.
+    """
+    overrides: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"voting option {item!r} is not field=value")
+        overrides[key] = option_value(value)
+    make_voter("balanced", None, **overrides)  # VotingConfigError is a ValueError
+    return overrides
+
+
 def eval_hw_main(
     profiles: Sequence[str],
     clips: int,
@@ -477,10 +497,17 @@ def eval_hw_main(
     seed: int,
     realtime: bool,
     tier: str | None = None,
+    voting: Sequence[str] = (),
 ) -> int:
+    """``voting``: ``field=value`` overrides of the ``balanced`` preset, e.g. ``confirm=false``."""
     unknown = [p for p in profiles if p not in PROFILES]
     if unknown:
         print(f"eval-hw: unknown profile(s) {unknown}; known: {sorted(PROFILES)}")
+        return 2
+    try:
+        overrides = parse_overrides(voting)
+    except ValueError as exc:
+        print(f"eval-hw: {exc}")
         return 2
     # Each session would warn once that this host is slower than a phone; the table counts it.
     logging.getLogger("stream.session").setLevel(logging.ERROR)
@@ -491,9 +518,10 @@ def eval_hw_main(
             f"{len(made)} clips ({clips} with 福 in view mid-clip, {clips} look-alikes only), "
             f"{frames} frames at {fps:g} fps, 640x480, seed {seed}; fast mode"
             + (f"; tier {tier} forced" if tier else "")
+            + (f"; voting {', '.join(voting)}" if voting else "")
             + "\n"
         )
-        rows, _ = asyncio.run(evaluate(pipelines, profiles, made, seed, tier))
+        rows, _ = asyncio.run(evaluate(pipelines, profiles, made, seed, tier, overrides))
         print(format_eval(rows))
         if realtime:
             print(f"\nreal time vs fast, clip {made[0].name}: frame pace vs emulated latency")

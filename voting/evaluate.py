@@ -440,14 +440,18 @@ def parse_voters(
         own: dict[str, Any] = {} if name == BASELINE else dict(overrides)
         for field_spec in fields:
             key, _, value = field_spec.partition("=")
-            own[key] = _option_value(value)
+            own[key] = option_value(value)
         make_voter(name, detector_threshold, **own)  # fail now, not half-way through
         voters[item] = _factory(name, detector_threshold, own)
     return voters
 
 
-def _option_value(text: str) -> bool | int | float:
-    """``true``/``false``, an integer or a number, as a voting option's value."""
+def option_value(text: str) -> bool | int | float:
+    """``true``/``false``, an integer or a number, as a voting option's value.
+
+    Raises:
+        ValueError: ``text`` is none of these.
+    """
     if text in ("true", "false"):
         return text == "true"
     return int(text) if text.isdigit() else float(text)

@@ -12,6 +12,7 @@ from clients.hw_bench import (
     format_eval,
     format_pace,
     format_profiles,
+    parse_overrides,
     profile_rows,
     profiles_main,
 )
@@ -63,6 +64,32 @@ def test_eval_scores_what_a_user_sees_per_profile(pipelines):
     assert by_name["low"].latency_p50 > by_name["high"].latency_p50
     table = format_eval(rows)
     assert table.splitlines()[0].startswith("| profile") and "| low " in table
+
+
+@pytest.mark.parametrize(
+    ("items", "overrides"),
+    [
+        ([], {}),
+        (["confirm=false"], {"confirm": False}),
+        (["alpha=0.01", "max_tracks=4"], {"alpha": 0.01, "max_tracks": 4}),
+    ],
+)
+def test_voting_overrides_are_read_as_a_client_would_send_them(items, overrides):
+    assert parse_overrides(items) == overrides
+
+
+@pytest.mark.parametrize("items", [["confirm"], ["confirm=0"], ["alpah=0.1"], ["alpha=high"]])
+def test_bad_voting_overrides_are_refused(items):
+    with pytest.raises(ValueError):
+        parse_overrides(items)
+
+
+def test_voting_overrides_reach_every_session(pipelines):
+    clips = [square_clip()]
+    plain, _ = run_virtual(lambda: evaluate(pipelines, ["host"], clips))
+    slow, _ = run_virtual(lambda: evaluate(pipelines, ["host"], clips, voting={"alpha": 1e-4}))
+    assert plain[0].ttr_median is not None and slow[0].ttr_median is not None
+    assert slow[0].ttr_median > plain[0].ttr_median  # a stricter vote takes longer
 
 
 def test_pace_check_in_real_time_matches_the_emulated_latency(pipelines):
