@@ -229,6 +229,7 @@ class OnnxDetector:
         first, close = self.network.spec, self.close_up.spec
         self.close_up_work = (close.width * close.height) / (first.width * first.height)
         """A close-up's network work in first-look runs: the ratio of their input pixels."""
+        self._labels = frozenset(card.classes)
 
     @property
     def tier(self) -> str:
@@ -316,7 +317,7 @@ class OnnxDetector:
         def check(detection: Detection) -> float:
             return self.turned_score(image, detection, floor)
 
-        return Confirmer(check, zoom.turned_min, self.close_up_work, frozenset(self.card.classes))
+        return Confirmer(check, zoom.turned_min, self.close_up_work, self._labels)
 
     def turned_score(self, image: ImageBGR, detection: Detection, floor: float) -> float:
         """The score of ``detection`` on its close-up turned upside down; 0 below ``floor``.

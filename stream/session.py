@@ -151,6 +151,7 @@ class Session:
         view_side: ViewSide | None = None,
     ) -> None:
         self.detector = detector
+        self._checker = detector if isinstance(detector, ConfirmingDetector) else None
         self.voter = voter
         self.simulator = simulator
         self._send = send
@@ -353,10 +354,8 @@ class Session:
         view, scale = camera_view(self.simulator.profile, image)
         scale *= image.shape[1] / width  # decoded smaller than received
         detections = to_received(self.detector.detect(view), scale, (width, height))
-        confirm = None
-        if isinstance(self.detector, ConfirmingDetector):
-            own = self.detector.confirmer(view)
-            confirm = None if own is None else confirm_received(own, scale)
+        own = None if self._checker is None else self._checker.confirmer(view)
+        confirm = None if own is None else confirm_received(own, scale)
         update = self.voter.update(detections, pending.t, confirm)
         runs = detections.runs + (0.0 if confirm is None else confirm.runs)
         return ProcessedFrame(pending, width, height, update, runs, time.perf_counter() - started)

@@ -174,10 +174,9 @@ def _detect(
     labels: list[str] = []
     checks: list[float] = []
     check_min = math.nan
+    checker = detector if isinstance(detector, ConfirmingDetector) else None
     for i, frame in enumerate(frames):
-        confirmer = None
-        if isinstance(detector, ConfirmingDetector):
-            confirmer = detector.confirmer(frame)
+        confirmer = None if checker is None else checker.confirmer(frame)
         for det in detector.detect(frame):
             det_rows.append((i, det.score, *det.box))
             labels.append(det.label)

@@ -15,6 +15,7 @@ class CombinedDetector:
     def __init__(self, primary: Detector, extra: Detector) -> None:
         self.primary = primary
         self.extra = extra
+        self._checker = primary if isinstance(primary, ConfirmingDetector) else None
 
     @property
     def tier(self) -> str:
@@ -29,6 +30,4 @@ class CombinedDetector:
 
     def confirmer(self, image: ImageBGR) -> Confirmer | None:
         """``primary``'s check, if it has one (it judges ``primary``'s labels only)."""
-        if isinstance(self.primary, ConfirmingDetector):
-            return self.primary.confirmer(image)
-        return None
+        return None if self._checker is None else self._checker.confirmer(image)
