@@ -101,6 +101,11 @@ class SequentialConfig:
             the track would be recognized; if it does not confirm, that frame counts as a
             miss, and the track is asked again when it next gets there. Paid about once per
             object rather than on every frame (docs/voting.md, "The turned check").
+        confirm_margin: ask from this much LLR below the recognition level on, so that a
+            track's last few frames before recognition are each checked and each refusal
+            costs it a frame. Fewer look-alikes that pass the check now and then get
+            through, for several checks per object instead of one and a little recall
+            (docs/voting.md, "The turned check"); 0: the recognizing frame only.
         score_model: per-frame LLR of a score, and of a miss, for every label
             not in ``label_score_models``.
         label_score_models: the curves of particular labels. A session lists
@@ -123,6 +128,7 @@ class SequentialConfig:
     min_score: float = 0.3
     edge_discount: float = 0.06
     confirm: bool = True
+    confirm_margin: float = 0.0
     score_model: ScoreModel = DEFAULT_SCORE_MODEL
     label_score_models: Mapping[str, ScoreModel] = field(default_factory=dict)
     min_iou: float = 0.3
@@ -155,8 +161,10 @@ class SequentialConfig:
                 raise ValueError(f"{name} must be in [0, 1], got {value}")
         if self.floor > 0:
             raise ValueError(f"floor must be <= 0, got {self.floor}")
-        if self.hold < 0 or self.max_centre_distance < 0 or self.smooth_beta < 0:
-            raise ValueError("hold, max_centre_distance and smooth_beta must be >= 0")
+        if min(self.hold, self.max_centre_distance, self.smooth_beta, self.confirm_margin) < 0:
+            raise ValueError(
+                "hold, max_centre_distance, smooth_beta and confirm_margin must be >= 0"
+            )
         if not self.lose_below < thresholds.upper:
             raise ValueError(
                 f"lose_below must be below the recognition level {thresholds.upper:.2f}"
@@ -255,10 +263,11 @@ class SequentialVoter:
     def _refused(
         self, state: TrackEvidence, det: Detection | None, confirm: Confirmer | None
     ) -> bool:
-        """Whether ``det`` would get its track recognized and ``confirm`` says it is not so."""
+        """Whether ``det`` brings its track within ``confirm_margin`` of recognition and
+        ``confirm`` says it is not what it seems."""
         if det is None or confirm is None or not self.config.confirm or state.recognized:
             return False
-        return state.llr >= self._upper and not confirm(det)
+        return state.llr >= self._upper - self.config.confirm_margin and not confirm(det)
 
     def _evidence_score(self, det: Detection | None, frame: FrameSize | None) -> float | None:
         if det is None:

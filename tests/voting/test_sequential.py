@@ -293,6 +293,7 @@ def test_detections_below_min_score_are_ignored():
         ("update_iou", -0.1, "update_iou"),
         ("floor", 0.5, "floor"),
         ("hold", -1.0, "hold"),
+        ("confirm_margin", -0.5, "confirm_margin"),
         ("lose_below", 100.0, "lose_below"),
     ],
 )
@@ -345,3 +346,15 @@ def test_the_check_is_asked_about_the_track_that_would_be_recognized_only():
     events = run(voter(), things, 15, 10.0, check=check)
     assert kinds(events) == [("recognized", 1)]
     assert [d.box for d in check.asked] == [A]
+
+
+@pytest.mark.parametrize("fps", [15, 30])
+def test_a_confirm_margin_checks_the_last_frames_before_recognition(fps):
+    thing = [Thing(A, steady(0.9, 0.0, 2.0))]
+    (plain, _) = run(voter(), thing, fps, 4.0)
+    passing = ScriptedCheck([True])
+    (early, _) = run(voter(confirm_margin=3.0), thing, fps, 4.0, check=passing)
+    assert early.t == plain.t and len(passing.asked) > 1  # every frame of the last stretch
+    refusing = ScriptedCheck([False, False, True])
+    (late, _) = run(voter(confirm_margin=3.0), thing, fps, 4.0, check=refusing)
+    assert late.t > plain.t  # each refusal cost the track a frame
