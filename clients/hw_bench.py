@@ -28,7 +28,7 @@ from detectors.core import ImageBGR, iou
 from hw_sim import PROFILES, DeviceProfile, EmulatedDevice, ModelSpec, choose_model
 from stream.pipelines import Pipelines, SessionOptions
 from stream.session import Message
-from voting.evaluate import option_value
+from voting.evaluate import parse_fields
 from voting.presets import make_voter
 
 MATCH_IOU = 0.3
@@ -479,12 +479,7 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
     Raises:
         ValueError: an item is not ``field=value``, or the preset refuses it.
     """
-    overrides: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"voting option {item!r} is not field=value")
-        overrides[key] = option_value(value)
+    overrides: dict[str, Any] = parse_fields(items)
     make_voter("balanced", None, **overrides)  # VotingConfigError is a ValueError
     return overrides
 

@@ -66,6 +66,6 @@ class Voter(Protocol):
 
         ``confirm``, the detector's costlier second opinion on this frame
         (:meth:`detectors.core.ConfirmingDetector.confirmer`), is asked about a
-        track's detection only on the frame the track would be recognized.
+        track's detection only as the track is about to be recognized.
         """
         ...

@@ -438,23 +438,29 @@ def parse_voters(
     for item in filter(None, spec.split(",")):
         name, *fields = item.split(":")
         own: dict[str, Any] = {} if name == BASELINE else dict(overrides)
-        for field_spec in fields:
-            key, _, value = field_spec.partition("=")
-            own[key] = option_value(value)
+        own.update(parse_fields(fields))
         make_voter(name, detector_threshold, **own)  # fail now, not half-way through
         voters[item] = _factory(name, detector_threshold, own)
     return voters
 
 
-def option_value(text: str) -> bool | int | float:
-    """``true``/``false``, an integer or a number, as a voting option's value.
+def parse_fields(items: Iterable[str]) -> dict[str, bool | int | float]:
+    """``["confirm=false", "k=8", "alpha=0.01"]`` as voting options: ``true``/``false``,
+    integers and numbers.
 
     Raises:
-        ValueError: ``text`` is none of these.
+        ValueError: an item is not ``field=value``, or its value is none of these.
     """
-    if text in ("true", "false"):
-        return text == "true"
-    return int(text) if text.isdigit() else float(text)
+    fields: dict[str, bool | int | float] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise ValueError(f"voting option {item!r} is not field=value")
+        if text in ("true", "false"):
+            fields[key] = text == "true"
+        else:
+            fields[key] = int(text) if text.isdigit() else float(text)
+    return fields
 
 
 def evaluate(

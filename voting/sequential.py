@@ -219,8 +219,9 @@ class SequentialVoter:
     ) -> VoteUpdate:
         """Feed the detections of the frame at media time ``t`` and collect what changed.
 
-        ``confirm`` is asked about a track's detection only on the frame the
-        track would be recognized (see :attr:`SequentialConfig.confirm`).
+        ``confirm`` is asked about a track's detection only as the track is
+        about to be recognized (see :attr:`SequentialConfig.confirm` and
+        ``confirm_margin``).
 
         Raises:
             ValueError: ``t`` is earlier than the previous frame's.
