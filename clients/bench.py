@@ -49,10 +49,12 @@ import av
 import cv2
 import numpy as np
 import numpy.typing as npt
+import onnx
 import onnxruntime as ort
 import uvloop
 from av.packet import Packet
 from av.video.codeccontext import VideoCodecContext
+from onnx import TensorProto, helper, numpy_helper
 
 from clients.hw_bench import percentile, table
 from clients.ws_client import encode_jpeg
@@ -66,6 +68,7 @@ FPS = 15.0
 FRAME_MS = 1000.0 / FPS
 SIZES = ((640, 480), (1280, 720))
 SECTIONS = ("detector", "pipeline", "capacity", "ocr")
+INT8_SIZES = ((160, 120), (320, 240))
 LATENCY_BOUND_MS = 100.0
 """A stream is held when its p95 server-side result latency is at most this (and see below)."""
 MIN_RESULT_SHARE = 0.9
@@ -472,13 +475,8 @@ def gemm_ceilings(peak: Peaks, rounds: int, size: int = 768) -> list[Ceiling]:
     """What ONNX Runtime's own GEMM kernels reach here at one thread: FP32, U8S8, U8U8.
 
     U8S8 is the ``vpmaddubsw`` kernel (the format our INT8 models use); U8U8
-    falls back to widening to 16 bit first. Needs the ``onnx`` package (train
-    extra) to build the one-node models; returns nothing without it.
+    falls back to widening to 16 bit first.
     """
-    try:
-        from onnx import TensorProto, helper
-    except ImportError:
-        return []
     m = k = n = size
     rng = np.random.default_rng(0)
     cases = {
@@ -533,13 +531,9 @@ def conv_checks(card: ModelCard) -> list[ConvCheck]:
     AVX2 without VNNI multiplies u8 x s8 with ``vpmaddubsw``, which adds each
     pair of products into a saturating 16-bit lane; a correct kernel is within
     one step of the exact result. Each conv gets ORT's own input (so errors do
-    not add up from layer to layer). Needs the ``onnx`` package; ``[]`` without.
+    not add up from layer to layer).
     """
-    try:
-        from onnx import TensorProto, helper, load, numpy_helper
-    except ImportError:
-        return []
-    model = load(str(card.model_path))
+    model = onnx.load(str(card.model_path))
     init = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     convs = [
         n for n in model.graph.node
@@ -622,31 +616,28 @@ def int8_variants(tier: str, rounds: int, runs: int, frames: int = 8) -> list[Va
     uint8 (exact when the input scale is 1/255 and its zero point 0). ``FP32
     stem``: the first QLinearConv replaced by the FP32 model's Conv + ReLU and a
     QuantizeLinear to the same output scale (no ``vpmaddubsw`` saturation there).
-    Built in memory from the shipped files; needs the ``onnx`` package, else ``[]``.
+    Built in memory from the shipped files; ``[]`` for a model that does not start with
+    QuantizeLinear -> QLinearConv at input scale 1/255.
     """
-    try:
-        from onnx import TensorProto, helper, load, numpy_helper
-    except ImportError:
-        return []
     fp32_card, int8_card = find_card(tier, "fp32"), find_card(tier, "int8")
-    model = load(str(int8_card.model_path))
+    model = onnx.load(str(int8_card.model_path))
     quant, stem = model.graph.node[0], model.graph.node[1]
     init = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     if (quant.op_type, stem.op_type) != ("QuantizeLinear", "QLinearConv") or not np.isclose(
         float(init[quant.input[1]]) * 255, 1.0
     ):
         return []
-    uint8_input = load(str(int8_card.model_path))
+    uint8_input = onnx.load(str(int8_card.model_path))
     uint8_input.graph.node.remove(uint8_input.graph.node[0])
     for node in uint8_input.graph.node:
         node.input[:] = [quant.input[0] if n == quant.output[0] else n for n in node.input]
     uint8_input.graph.input[0].type.tensor_type.elem_type = TensorProto.UINT8
-    fp32 = load(str(fp32_card.model_path))
+    fp32 = onnx.load(str(fp32_card.model_path))
     fp32_conv = next(n for n in fp32.graph.node if n.op_type == "Conv")
     fp32_weights = [i for i in fp32.graph.initializer if i.name in fp32_conv.input[1:]]
     conv = helper.make_node("Conv", [quant.input[0], *fp32_conv.input[1:]], ["stem_fp32"])
     conv.attribute.extend(stem.attribute)
-    fp32_stem = load(str(int8_card.model_path))
+    fp32_stem = onnx.load(str(int8_card.model_path))
     rest = list(fp32_stem.graph.node)[2:]
     del fp32_stem.graph.node[:]
     fp32_stem.graph.node.extend([
@@ -713,6 +704,72 @@ def format_variants(tier: str, rows: Sequence[VariantRow]) -> str:
     header = [f"{tier} build (1 thread)", "ms p50", "best", "fp32/this", "heat diff p50",
               "max", "same decision as fp32"]  # fmt: skip
     return table(header, body)
+
+
+@dataclass(frozen=True, slots=True)
+class SizeRow:
+    """One tier's FP32 and INT8 files run at another input size: what INT8 buys follows width."""
+
+    tier: str
+    width: int
+    height: int
+    own_size: bool  # the size the tier ships at
+    fp32_ms: float
+    int8_ms: float
+    speedup: float  # median of the per-round ratios
+
+
+def speedup_by_size(
+    tiers: Sequence[str], sizes: Sequence[tuple[int, int]], rounds: int, runs: int
+) -> list[SizeRow]:
+    """Every tier at every size (``detectors.reshape.at_input_size``), 1 thread, interleaved.
+
+    Keeps a tier's channel widths and changes only how many pixels each layer
+    sees, so the table separates the two: whether a tier's INT8 gain is bound
+    by its width or by its input size.
+    """
+    from detectors.reshape import at_input_size
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    runners: dict[tuple[str, int, int, str], Callable[[], object]] = {}
+    own: dict[str, tuple[int, int]] = {}
+    for tier in tiers:
+        for precision in ("fp32", "int8"):
+            card = find_card(tier, precision)
+            own[tier] = (card.input.width, card.input.height)
+            model = onnx.load(str(card.model_path))
+            for width, height in sizes:
+                session = ort.InferenceSession(
+                    at_input_size(model, width, height).SerializeToString(),
+                    options,
+                    providers=["CPUExecutionProvider"],
+                )
+                tensor = np.random.default_rng(0).random((1, 3, height, width), np.float32)
+                runners[(tier, width, height, precision)] = partial(
+                    session.run, None, {card.input.name: tensor}
+                )
+    times = interleaved({"/".join(map(str, k)): fn for k, fn in runners.items()}, rounds, runs)
+    rows = []
+    for tier in tiers:
+        for width, height in sizes:
+            f, i = (times[f"{tier}/{width}/{height}/{p}"] for p in ("fp32", "int8"))
+            rows.append(
+                SizeRow(
+                    tier, width, height, own[tier] == (width, height),
+                    statistics.median(flat(f)), statistics.median(flat(i)),
+                    statistics.median(round_ratios(f, i)),
+                )
+            )  # fmt: skip
+    return rows
+
+
+def format_sizes(rows: Sequence[SizeRow]) -> str:
+    body = [[r.tier, f"{r.width}x{r.height}" + (" (shipped)" if r.own_size else ""),
+             f"{r.fp32_ms:.3f}", f"{r.int8_ms:.3f}", f"{r.speedup:.2f}"] for r in rows]  # fmt: skip
+    return table(["tier", "input (1 thread)", "fp32 ms", "int8 ms", "speedup"], body)
 
 
 def format_ceilings(ceilings: Sequence[Ceiling]) -> str:
@@ -1290,11 +1347,15 @@ def run_bench(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             out("\n" + format_variants(tiers[-1], variants))
         else:
             out(
-                f"\n(no INT8 variants of {tiers[-1]}: needs onnx and an INT8 model that starts "
+                f"\n(no INT8 variants of {tiers[-1]}: needs an INT8 model that starts "
                 "with QuantizeLinear -> QLinearConv; an FP32 stem is already the second one)"
             )
+        sizes = speedup_by_size(tiers, INT8_SIZES, args.rounds, args.runs)
+        out("\n## INT8 speedup by input size: the same weights at other sizes\n")
+        out(format_sizes(sizes))
         report["detector"] = {
             "rows": [asdict(r) for r in rows],
+            "speedup_by_size": [asdict(r) for r in sizes],
             "gemm_ceilings": [asdict(c) for c in ceilings],
             "profiles": [asdict(p) for p in profiles],
             "conv_checks": [asdict(c) for c in checks],
