@@ -37,16 +37,26 @@ OWN_PARSERS = {
 """Commands whose module parses its own options: ``run.py NAME --help`` is that module's help."""
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run.py", description=__doc__)
+def add_profiles_option(parser: argparse.ArgumentParser, dest: str) -> None:
+    """``--profiles FILE``, before the subcommand or after one that uses profiles.
+
+    A subcommand's own option needs its own ``dest``: argparse would otherwise
+    replace the files given before the subcommand with the subcommand's default.
+    """
     parser.add_argument(
         "--profiles",
         type=Path,
         action="append",
         default=[],
+        dest=dest,
         metavar="FILE",
         help="more device profiles, TOML or JSON (repeatable; see docs/hw_sim.md)",
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="run.py", description=__doc__)
+    add_profiles_option(parser, "profiles")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="serve the demo page, WebRTC and the websocket API")
@@ -109,10 +119,16 @@ def main(argv: list[str] | None = None) -> int:
 
     profiles = sub.add_parser("profiles", help="device profiles, their model tier and latency")
     profiles.add_argument("--bench", action="store_true", help="also time each model here")
+    add_profiles_option(profiles, "command_profiles")
     eval_hw = sub.add_parser("eval-hw", help="the same clips on each device profile: fps, recall")
     eval_hw.add_argument(
-        "--profile", action="append", dest="hw_profiles", help="repeatable; default: all"
+        "--profile",
+        action="append",
+        dest="hw_profiles",
+        metavar="NAME",
+        help="a device profile (repeatable; default: all)",
     )
+    add_profiles_option(eval_hw, "command_profiles")
     eval_hw.add_argument("--clips", type=int, default=4, help="clips with 福 (and as many without)")
     eval_hw.add_argument("--frames", type=int, default=90)
     eval_hw.add_argument("--fps", type=float, default=30.0)
@@ -136,14 +152,18 @@ def main(argv: list[str] | None = None) -> int:
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    if args.profiles:
-        from hw_sim import ProfileError, load_profiles
+    profile_files = [*args.profiles, *getattr(args, "command_profiles", [])]
+    if profile_files:
+        from detectors.card import list_cards
+        from hw_sim import PROFILES, ModelSpec, ProfileError, check_tiers, load_profiles
 
         try:
-            for path in args.profiles:
-                load_profiles(path)
+            loaded = [name for path in profile_files for name in load_profiles(path)]
+            specs = [ModelSpec.from_card(card) for card in list_cards()]
+            check_tiers([PROFILES[name] for name in loaded], specs)
         except ProfileError as exc:
-            parser.error(str(exc))
+            print(f"run.py: {exc}", file=sys.stderr)  # a bad file, not a usage error
+            return 2
     if args.command == "serve":
         from stream.server import serve as run_server
 

@@ -7,7 +7,7 @@ difference. See docs/hw_sim.md.
 
 from hw_sim.camera import camera_scale, camera_view, confirm_received, to_received
 from hw_sim.device import EmulatedDevice, HeatState, jitter_factor
-from hw_sim.models import ModelChoice, ModelChoiceError, ModelSpec, choose_model
+from hw_sim.models import ModelChoice, ModelChoiceError, ModelSpec, check_tiers, choose_model
 from hw_sim.profiles import (
     PROFILES,
     DeviceProfile,
@@ -35,6 +35,7 @@ __all__ = [
     "Thermal",
     "camera_scale",
     "camera_view",
+    "check_tiers",
     "choose_model",
     "confirm_received",
     "get_profile",

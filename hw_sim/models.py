@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from detectors.card import ModelCard
-from hw_sim.profiles import AUTO_TIER, DeviceProfile
+from hw_sim.profiles import AUTO_TIER, DeviceProfile, ProfileError
 
 ACCURACY_KEYS = ("ap50", "map50", "AP50", "mAP50", "ap", "map", "mAP", "f1", "accuracy")
 """Card ``metrics`` keys read as accuracy, first found wins (higher is better)."""
@@ -123,6 +123,24 @@ def choose_model(
         return _judge(profile, fitting[-1], "the most accurate tier within the budget")
     fastest = min(candidates, key=lambda s: s.nominal_latency(profile))
     return _judge(profile, fastest, "no tier fits the budget: the fastest")
+
+
+def check_tiers(profiles: Iterable[DeviceProfile], specs: Iterable[ModelSpec]) -> None:
+    """Refuse a profile whose fixed tier is not shipped; with no specs nothing can be checked.
+
+    Profile files are read without model files, so their tiers are checked here, once the
+    shipped models are known, rather than by every session that picks the profile.
+
+    Raises:
+        ProfileError: naming the profile, its tier and the shipped ones.
+    """
+    shipped = {spec.tier for spec in specs}
+    for profile in profiles:
+        if shipped and profile.tier not in shipped | {AUTO_TIER}:
+            raise ProfileError(
+                f"profile {profile.name!r}: tier must be {AUTO_TIER!r} or a shipped tier "
+                f"{sorted(shipped)}, got {profile.tier!r}"
+            )
 
 
 def _judge(profile: DeviceProfile, spec: ModelSpec, reason: str) -> ModelChoice:

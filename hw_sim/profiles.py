@@ -100,6 +100,8 @@ class DeviceProfile:
     def __post_init__(self) -> None:
         numbers = {
             "camera_fps": self.camera_fps,
+            "camera_width": self.camera_width,
+            "camera_height": self.camera_height,
             "int8_gop_s": self.int8_gop_s,
             "fp32_gop_s": self.fp32_gop_s,
             "preprocess_ms": self.preprocess_ms,
@@ -110,6 +112,10 @@ class DeviceProfile:
         for key, value in numbers.items():
             if value < 0:
                 raise ProfileError(f"profile {self.name!r}: {key} must be >= 0, got {value}")
+        if (self.camera_width > 0) != (self.camera_height > 0):
+            raise ProfileError(
+                f"profile {self.name!r}: give both camera_width and camera_height, or neither"
+            )
         if self.emulated and self.gop_s(self.int8) <= 0:
             precision = "int8" if self.int8 else "fp32"
             raise ProfileError(f"profile {self.name!r}: int8={self.int8} needs {precision}_gop_s")
@@ -135,45 +141,97 @@ class DeviceProfile:
         return self.int8_gop_s if int8 else self.fp32_gop_s
 
 
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """The values a numeric field may take in a profile file.
+
+    Attributes:
+        low, high: bounds, both included unless ``below_high``.
+        whole: only whole numbers.
+        unset: what leaving the field out means (the dataclass default), for the message.
+    """
+
+    low: float
+    high: float
+    whole: bool = False
+    below_high: bool = False
+    unset: str = ""
+
+    def admits(self, value: float) -> bool:
+        below = value < self.high if self.below_high else value <= self.high
+        return self.low <= value and below and (not self.whole or float(value).is_integer())
+
+    def __str__(self) -> str:
+        kind = "a whole number" if self.whole else "a number"
+        return f"{kind} in [{self.low:g}, {self.high:g}{')' if self.below_high else ']'}"
+
+
+LIMITS: dict[str, Limit] = {
+    "camera_fps": Limit(1, 240, unset="leave it out to keep every frame sent"),
+    "camera_width": Limit(16, 8192, whole=True, unset="leave both sizes out: frames as sent"),
+    "camera_height": Limit(16, 8192, whole=True, unset="leave both sizes out: frames as sent"),
+    # The slowest catalogue phone does 4.6 (docs/hw_sim.md); far below that is likely a typo.
+    "int8_gop_s": Limit(1, 100_000, unset="leave it out if unknown"),
+    "fp32_gop_s": Limit(1, 100_000, unset="leave it out if unknown"),
+    "preprocess_ms": Limit(0, 1000),
+    "cores": Limit(1, 256, whole=True),
+    "threads": Limit(1, 256, whole=True),
+    "memory_mb": Limit(1, 65_536, unset="leave it out for no limit"),
+    "frame_budget_ms": Limit(1, 10_000, unset="leave it out for one camera frame"),
+    # A log-normal sigma, clipped at 3 sigma: 0.5 already allows a frame 4.5x its median.
+    "jitter": Limit(0, 0.5),
+    "thermal.heat_tau_s": Limit(1, 86_400),
+    "thermal.cool_tau_s": Limit(1, 86_400),
+    "thermal.onset": Limit(0, 1, below_high=True),
+    "thermal.min_speed": Limit(0.1, 1),
+}
+"""Ranges of the numeric fields (``thermal.*``: the heat model's) that a profile file may set."""
+
+_KINDS = {f.name: f.type for f in fields(DeviceProfile)}
+KNOWN_FIELDS = frozenset(_KINDS.keys() - {"name", "thermal"}) | {
+    f"thermal.{f.name}" for f in fields(Thermal)
+}
+
+
 def profile_from_dict(name: str, raw: dict[str, Any]) -> DeviceProfile:
     """Build one profile from its table in a TOML or JSON file.
 
     Raises:
-        ProfileError: an unknown field, or a value of the wrong type or range.
+        ProfileError: naming the profile and the field: an unknown field, or a
+            value of the wrong type or out of its range (:data:`LIMITS`).
     """
-    known = {f.name for f in fields(DeviceProfile)} - {"name", "thermal"}
-    thermal_known = {f.name for f in fields(Thermal)}
     raw = dict(raw)
     thermal_raw = raw.pop("thermal", {})
-    unknown = sorted(set(raw) - known) + sorted(
-        f"thermal.{k}" for k in set(thermal_raw) - thermal_known
-    )
-    if unknown:
-        raise ProfileError(f"profile {name!r}: unknown field(s) {unknown}; known: {sorted(known)}")
     try:
-        values: dict[str, Any] = {key: _typed(key, value) for key, value in raw.items()}
-        thermal = Thermal(**{k: float(v) for k, v in thermal_raw.items()})
-        return DeviceProfile(name=name, thermal=thermal, **values)
-    except (TypeError, ValueError) as exc:
-        if isinstance(exc, ProfileError):
-            raise
-        raise ProfileError(f"profile {name!r}: {exc}") from exc
+        if not isinstance(thermal_raw, dict):
+            raise ProfileError(f"thermal must be a table, got {thermal_raw!r}")
+        given = raw | {f"thermal.{key}": value for key, value in thermal_raw.items()}
+        unknown = sorted(given.keys() - KNOWN_FIELDS)
+        if unknown:
+            raise ProfileError(f"unknown field(s) {unknown}; known: {sorted(KNOWN_FIELDS)}")
+        values = {key: _checked(key, value) for key, value in given.items()}
+    except ProfileError as exc:
+        raise ProfileError(f"profile {name!r}: {exc}") from None
+    heat = {k.removeprefix("thermal."): v for k, v in values.items() if k.startswith("thermal.")}
+    device = {k: v for k, v in values.items() if not k.startswith("thermal.")}
+    return DeviceProfile(name=name, thermal=Thermal(**heat), **device)
 
 
-def _typed(key: str, value: Any) -> Any:
-    """Check one field's type (TOML and JSON give ints where floats are meant)."""
-    kind = {f.name: f.type for f in fields(DeviceProfile)}[key]
-    if kind == "str":
+def _checked(key: str, value: Any) -> Any:
+    """``value`` as field ``key`` holds it (TOML and JSON give ints where floats are meant)."""
+    if _KINDS.get(key) == "str":
         if not isinstance(value, str):
             raise ProfileError(f"{key} must be a string, got {value!r}")
         return value
-    if kind == "bool":
+    if _KINDS.get(key) == "bool":
         if not isinstance(value, bool):
             raise ProfileError(f"{key} must be true or false, got {value!r}")
         return value
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ProfileError(f"{key} must be a number, got {value!r}")
-    return int(value) if kind == "int" else float(value)
+    limit = LIMITS[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not limit.admits(value):
+        hint = f" ({limit.unset})" if limit.unset else ""
+        raise ProfileError(f"{key} must be {limit}, got {value!r}{hint}")
+    return int(value) if limit.whole else float(value)
 
 
 def read_profiles(path: Path) -> dict[str, DeviceProfile]:
@@ -185,7 +243,7 @@ def read_profiles(path: Path) -> dict[str, DeviceProfile]:
     try:
         text = path.read_text(encoding="utf-8")
         raw = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: absurd nesting
         raise ProfileError(f"cannot read profiles from {path}: {exc}") from exc
     if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
         raise ProfileError(f"{path}: expected one table (object) per profile name")

@@ -8,6 +8,7 @@ websocket API to update a running one).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import cv2
@@ -15,26 +16,43 @@ import numpy as np
 
 from detectors.core import ImageBGR
 from detectors.objects.features import TargetError
-from detectors.objects.registry import TargetRegistry
+from detectors.objects.registry import MAX_IMAGES, TargetRegistry
 from detectors.objects.store import ENV_VAR, default_dir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_folder_option(parser, None)
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add = actions.add_parser("add", help="register a target from one or more reference photos")
+    add.add_argument("name", help="the label its detections carry, e.g. 'blue cup'")
+    add.add_argument(
+        "images", nargs="+", type=Path, help=f"1 to {MAX_IMAGES} photos of its flat face"
+    )
+    add.add_argument("--replace", action="store_true", help="replace a target of that name")
+    listed = actions.add_parser("list", help="registered targets")
+    remove = actions.add_parser("remove", help="forget a target")
+    remove.add_argument("name", help="the target's name, as `list` shows it")
+    for action in (add, listed, remove):
+        # SUPPRESS: when not given after the action, the one before it (or none) stays.
+        add_folder_option(action, argparse.SUPPRESS)
+
+
+def add_folder_option(parser: argparse.ArgumentParser, default: str | None) -> None:
+    """``--targets DIR``, accepted before the action and after it."""
     parser.add_argument(
         "--targets",
         type=Path,
-        default=None,
+        default=default,
         metavar="DIR",
         help=f"targets folder (default: ${ENV_VAR} or ~/.local/share/fuscan/targets)",
     )
-    actions = parser.add_subparsers(dest="action", required=True)
-    add = actions.add_parser("add", help="register a target from one or more reference photos")
-    add.add_argument("name")
-    add.add_argument("images", nargs="+", type=Path)
-    add.add_argument("--replace", action="store_true", help="replace a target of that name")
-    actions.add_parser("list", help="registered targets")
-    remove = actions.add_parser("remove", help="forget a target")
-    remove.add_argument("name")
+
+
+def check_folder(folder: Path) -> None:
+    """Raises TargetError ``bad_folder`` when ``folder`` is a file or lies under one."""
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    if not existing.is_dir():
+        raise TargetError("bad_folder", f"{existing} is a file, not a targets folder")
 
 
 def read_image(path: Path) -> ImageBGR:
@@ -47,9 +65,11 @@ def read_image(path: Path) -> ImageBGR:
 
 
 def targets_main(args: argparse.Namespace) -> int:
+    """Exit status 2 for bad input (as argparse), 1 when the folder cannot be used."""
     folder = args.targets or default_dir()
-    registry = TargetRegistry.open(folder)
     try:
+        check_folder(folder)
+        registry = TargetRegistry.open(folder)
         if args.action == "add":
             info = registry.add(args.name, [read_image(p) for p in args.images], args.replace)
             print(f"registered {info.name!r}: {info.images} photo(s), {info.keypoints} keypoints")
@@ -63,6 +83,9 @@ def targets_main(args: argparse.Namespace) -> int:
             registry.remove(args.name)
             print(f"removed {args.name!r}")
     except TargetError as exc:
-        print(f"error {exc.code}: {exc}")
+        print(f"targets: error {exc.code}: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # permissions, a full disk
+        print(f"targets: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -1,9 +1,18 @@
+import contextlib
 import json
 
 import pytest
 
 from detectors.card import read_card
-from hw_sim import PROFILES, DeviceProfile, ModelChoiceError, ModelSpec, choose_model
+from hw_sim import (
+    PROFILES,
+    DeviceProfile,
+    ModelChoiceError,
+    ModelSpec,
+    ProfileError,
+    check_tiers,
+    choose_model,
+)
 from hw_sim.models import card_accuracy
 
 # Three tiers, each in both builds; 20 / 100 / 400 MMAC.
@@ -51,6 +60,24 @@ def test_per_session_override_wins_and_reports_whether_it_fits():
     assert choice.latency == pytest.approx(0.080)
     with pytest.raises(ModelChoiceError, match="unknown model tier 'xl'"):
         choose_model(phone(), SPECS, tier="xl")
+
+
+@pytest.mark.parametrize(
+    ("tier", "specs", "refused"),
+    [
+        ("auto", SPECS, False),
+        ("m", SPECS, False),
+        ("q", SPECS, True),
+        ("xl", SPECS, True),  # a tier name, but not shipped
+        ("q", [], False),  # no models: nothing to check against
+    ],
+)
+def test_check_tiers_refuses_a_fixed_tier_that_is_not_shipped(tier, specs, refused):
+    expected = pytest.raises(
+        ProfileError, match=rf"profile 'p': tier .*'l', 'm', 's'.*got '{tier}'"
+    )
+    with expected if refused else contextlib.nullcontext():
+        check_tiers([PROFILES["low"], phone(tier=tier)], specs)
 
 
 def test_accuracy_from_the_cards_beats_size():

@@ -1,9 +1,10 @@
 import json
+from dataclasses import fields
 
 import pytest
 
 from hw_sim import PROFILES, DeviceProfile, ProfileError, Thermal, get_profile, read_profiles
-from hw_sim.profiles import load_profiles
+from hw_sim.profiles import LIMITS, load_profiles
 
 
 def test_bundled_catalogue_has_a_pass_through_host_and_three_emulated_phones():
@@ -45,25 +46,92 @@ def test_user_files_add_profiles_in_toml_or_json(tmp_path, suffix, text):
         PROFILES.pop("lab", None)
 
 
+def _write(folder, suffix, profiles):
+    """``profiles`` as a TOML or JSON profiles file; a dict value becomes a sub-table."""
+    path = folder / f"profiles{suffix}"
+    if suffix == ".json":
+        path.write_text(json.dumps(profiles))
+        return path
+    lines = []
+    for name, table in profiles.items():
+        lines.append(f"[{name}]")
+        lines += [f"{k} = {json.dumps(v)}" for k, v in table.items() if not isinstance(v, dict)]
+        for sub, inner in ((k, v) for k, v in table.items() if isinstance(v, dict)):
+            lines.append(f"[{name}.{sub}]")
+            lines += [f"{k} = {json.dumps(v)}" for k, v in inner.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+FP32 = {"fp32_gop_s": 10, "int8": False}
+
+
+@pytest.mark.parametrize("suffix", [".toml", ".json"])
 @pytest.mark.parametrize(
-    ("text", "message"),
+    ("table", "message"),
     [
-        ("[x]\nspeed = 2\n", "unknown field"),
-        ("[x]\nfp32_gop_s = 10\nint8 = false\n[x.thermal]\nheat = 1\n", "thermal.heat"),
-        ("[x]\nint8_gop_s = 'fast'\n", "must be a number"),
-        ("[x]\nint8 = 1\nint8_gop_s = 3\n", "true or false"),
-        ("[x]\nint8_gop_s = -1\n", ">= 0"),
-        ("[x]\nint8 = true\nfp32_gop_s = 5\n", "needs int8_gop_s"),
-        ("[x]\nfp32_gop_s = 5\nint8 = false\n[x.thermal]\nonset = 1.5\n", "onset"),
-        ("[x]\ndescription = 3\n", "must be a string"),
-        ("[x]\nfp32_gop_s = 5\nint8 = false\n[x.thermal]\nheat_tau_s = 0\n", "time constants"),
-        ("[x]\nfp32_gop_s = 5\nint8 = false\n[x.thermal]\nmin_speed = 0\n", "min_speed"),
-        ("x = 3\n", "one table"),
-        ("[x\n", "cannot read"),
+        ({"speed": 2}, "unknown field(s) ['speed']"),
+        (FP32 | {"thermal": {"heat": 1}}, "unknown field(s) ['thermal.heat']"),
+        (FP32 | {"thermal": 3}, "thermal must be a table"),
+        ({"int8_gop_s": "fast"}, "int8_gop_s must be a number in [1, 100000], got 'fast'"),
+        ({"int8": 1, "int8_gop_s": 3}, "int8 must be true or false, got 1"),
+        ({"int8_gop_s": -1}, "int8_gop_s must be a number in [1, 100000], got -1"),
+        ({"int8_gop_s": 1e-6}, "int8_gop_s must be a number in [1, 100000], got 1e-06"),
+        ({"int8": True, "fp32_gop_s": 5}, "int8=True needs int8_gop_s"),
+        ({"description": 3}, "description must be a string, got 3"),
+        ({"tier": 1}, "tier must be a string"),
+        (FP32 | {"jitter": 5}, "jitter must be a number in [0, 0.5], got 5"),
+        (FP32 | {"camera_fps": 0}, "camera_fps must be a number in [1, 240], got 0 (leave it"),
+        (FP32 | {"camera_width": -5, "camera_height": 480}, "camera_width must be a whole"),
+        (FP32 | {"camera_width": 640.5, "camera_height": 480}, "whole number in [16, 8192]"),
+        (FP32 | {"camera_width": 640}, "give both camera_width and camera_height"),
+        (FP32 | {"cores": 0}, "cores must be a whole number in [1, 256], got 0"),
+        (FP32 | {"memory_mb": 0}, "memory_mb must be a number in [1, 65536], got 0 (leave"),
+        (FP32 | {"frame_budget_ms": 0}, "frame_budget_ms must be a number in [1, 10000]"),
+        (FP32 | {"preprocess_ms": 5000}, "preprocess_ms must be a number in [0, 1000]"),
+        (FP32 | {"thermal": {"onset": 1.0}}, "thermal.onset must be a number in [0, 1), got 1"),
+        (FP32 | {"thermal": {"heat_tau_s": 0}}, "thermal.heat_tau_s must be a number in [1, "),
+        (FP32 | {"thermal": {"min_speed": 0}}, "thermal.min_speed must be a number in [0.1, 1]"),
     ],
 )
-def test_bad_profile_files_are_refused_with_a_clear_message(tmp_path, text, message):
-    path = tmp_path / "bad.toml"
+def test_bad_fields_are_refused_naming_profile_field_and_range(tmp_path, suffix, table, message):
+    with pytest.raises(ProfileError) as refused:
+        read_profiles(_write(tmp_path, suffix, {"x": table}))
+    assert str(refused.value).startswith("profile 'x': ")
+    assert message in str(refused.value)
+
+
+@pytest.mark.parametrize("suffix", [".toml", ".json"])
+def test_fields_at_the_ends_of_their_ranges_load(tmp_path, suffix):
+    table = FP32 | {
+        "camera_fps": 240, "camera_width": 16, "camera_height": 8192, "fp32_gop_s": 1,
+        "preprocess_ms": 0, "cores": 256, "threads": 1, "memory_mb": 1, "frame_budget_ms": 10000,
+        "jitter": 0.5,
+        "thermal": {"heat_tau_s": 1, "cool_tau_s": 86400, "onset": 0, "min_speed": 0.1},
+    }  # fmt: skip
+    lab = read_profiles(_write(tmp_path, suffix, {"lab": table}))["lab"]
+    assert (lab.camera_width, lab.camera_height, lab.jitter) == (16, 8192, 0.5)
+    assert isinstance(lab.camera_width, int) and isinstance(lab.fp32_gop_s, float)
+
+
+def test_every_numeric_field_has_a_range():
+    numeric = {f.name for f in fields(DeviceProfile) if f.type in ("int", "float")}
+    assert numeric | {f"thermal.{f.name}" for f in fields(Thermal)} == set(LIMITS)
+
+
+@pytest.mark.parametrize(
+    ("suffix", "text", "message"),
+    [
+        (".toml", "x = 3\n", "one table"),
+        (".json", '{"x": 3}', "one table"),
+        (".toml", "[x\n", "cannot read"),
+        (".json", "{x", "cannot read"),
+        (".json", "[" * 100_000, "cannot read"),  # nesting deeper than the parser's recursion
+        (".toml", "x = " + "[" * 100_000, "cannot read"),
+    ],
+)
+def test_unreadable_files_are_refused_with_a_clear_message(tmp_path, suffix, text, message):
+    path = tmp_path / f"bad{suffix}"
     path.write_text(text)
     with pytest.raises(ProfileError, match=message):
         read_profiles(path)

@@ -1,0 +1,91 @@
+"""run.py's wiring of ``--profiles`` and of the hw_sim subcommands' options."""
+
+import pytest
+
+import clients.hw_bench
+import run
+import stream.server
+from hw_sim import PROFILES
+
+LAB = "[lab]\nfp32_gop_s = 10\nint8 = false\n"
+LAB2 = "[lab2]\nint8_gop_s = 20\n"
+
+
+@pytest.fixture(autouse=True)
+def catalogue():
+    """Profiles loaded by a test are forgotten after it."""
+    before = dict(PROFILES)
+    yield
+    PROFILES.clear()
+    PROFILES.update(before)
+
+
+@pytest.fixture
+def started(monkeypatch):
+    """Stands in for what ``profiles``, ``eval-hw`` and ``serve`` run; records the profiles
+    each would have seen."""
+    seen: list[list[str]] = []
+
+    def record(*args, **kwargs):
+        seen.append(list(PROFILES))
+        return 0
+
+    for module, name in (
+        (clients.hw_bench, "profiles_main"),
+        (clients.hw_bench, "eval_hw_main"),
+        (stream.server, "serve"),
+    ):
+        monkeypatch.setattr(module, name, record)
+    return seen
+
+
+def _files(tmp_path, *texts):
+    paths = []
+    for i, text in enumerate(texts):
+        paths.append(tmp_path / f"p{i}.toml")
+        paths[-1].write_text(text)
+    return [str(p) for p in paths]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        lambda a, b: ["--profiles", a, "--profiles", b, "profiles"],
+        lambda a, b: ["profiles", "--profiles", a, "--profiles", b],
+        lambda a, b: ["--profiles", a, "profiles", "--profiles", b],
+        lambda a, b: ["profiles", "--bench", "--profiles", a, "--profiles", b],
+        lambda a, b: ["--profiles", a, "eval-hw", "--profile", "low", "--profiles", b],
+    ],
+)
+def test_profiles_files_are_read_before_or_after_the_subcommand(tmp_path, started, argv):
+    a, b = _files(tmp_path, LAB, LAB2)
+    assert run.main(argv(a, b)) == 0
+    assert len(started) == 1 and started[0][-2:] == ["lab", "lab2"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[m]\nint8_gop_s = 10\ntier = 'q'\n", "profile 'm': tier must be 'auto' or a shipped"),
+        ("[j]\nint8_gop_s = 10\njitter = 5\n", "profile 'j': jitter must be a number in [0, 0.5]"),
+        ("[s]\nint8_gop_s = 0.000001\n", "profile 's': int8_gop_s must be a number in [1, "),
+        ("[z]\nint8_gop_s = 10\ncamera_fps = 0\n", "profile 'z': camera_fps must be a number"),
+    ],
+)
+@pytest.mark.parametrize("command", [["profiles"], ["eval-hw"], ["serve"]])
+def test_a_bad_profile_file_is_one_line_and_exit_2(
+    tmp_path, capsys, started, text, message, command
+):
+    (path,) = _files(tmp_path, text)
+    assert run.main(["--profiles", path, *command]) == 2
+    assert not started
+    err = capsys.readouterr().err
+    assert err.startswith(f"run.py: {message}") and err.count("\n") == 1
+
+
+def test_eval_hw_help_names_its_options_metavars(capsys):
+    with pytest.raises(SystemExit) as done:
+        run.main(["eval-hw", "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert "--profile NAME" in out and "--profiles FILE" in out and "HW_PROFILES" not in out
