@@ -99,7 +99,8 @@ def choose_model(
     none fits, the fastest.
 
     Raises:
-        ModelChoiceError: no specs, or ``tier`` is not shipped.
+        ModelChoiceError: no specs, ``tier`` is not shipped, or the profile has no
+            speed figure for the only build(s) it could run.
     """
     specs = list(specs)
     if not specs:
@@ -113,9 +114,20 @@ def choose_model(
         if wanted not in by_tier:
             raise ModelChoiceError(f"unknown model tier {wanted!r}; have {sorted(by_tier)}")
         spec = by_tier[wanted]
+        if not _has_speed(profile, spec):
+            raise ModelChoiceError(
+                f"tier {wanted} ships only {spec.precision}, and profile {profile.name!r} "
+                f"has no {spec.precision}_gop_s"
+            )
         source = "session override" if tier else "fixed by the profile"
         return _judge(profile, spec, f"tier {wanted} {source}")
-    candidates = sorted(by_tier.values(), key=_rank)
+    # A build of the other precision can only be emulated if the profile knows its speed.
+    candidates = sorted((s for s in by_tier.values() if _has_speed(profile, s)), key=_rank)
+    if not candidates:
+        raise ModelChoiceError(
+            f"profile {profile.name!r} has a speed for no shipped build "
+            f"({sorted({s.precision for s in specs})})"
+        )
     if not profile.emulated:
         return _judge(profile, candidates[-1], "pass-through: the most accurate tier")
     fitting = [s for s in candidates if _judge(profile, s, "").fits]
@@ -141,6 +153,10 @@ def check_tiers(profiles: Iterable[DeviceProfile], specs: Iterable[ModelSpec]) -
                 f"profile {profile.name!r}: tier must be {AUTO_TIER!r} or a shipped tier "
                 f"{sorted(shipped)}, got {profile.tier!r}"
             )
+
+
+def _has_speed(profile: DeviceProfile, spec: ModelSpec) -> bool:
+    return not profile.emulated or profile.gop_s(spec.int8) > 0
 
 
 def _judge(profile: DeviceProfile, spec: ModelSpec, reason: str) -> ModelChoice:

@@ -95,6 +95,24 @@ def test_a_missing_build_falls_back_to_the_other_precision():
         choose_model(phone(), [])
 
 
+@pytest.mark.parametrize(
+    ("specs", "tier", "picked", "refused"),
+    [
+        # m ships only in FP32, which this INT8-only phone cannot time: auto skips it
+        ([SPECS[0], SPECS[3]], None, "s", None),
+        ([SPECS[0], SPECS[3]], "m", None, "tier m ships only fp32"),
+        ([SPECS[3], SPECS[5]], None, None, "speed for no shipped build"),
+    ],
+)
+def test_a_build_the_profile_has_no_speed_for_is_never_emulated(specs, tier, picked, refused):
+    int8_only = phone(fp32_gop_s=0.0)
+    if refused:
+        with pytest.raises(ModelChoiceError, match=refused):
+            choose_model(int8_only, specs, tier=tier)
+    else:
+        assert choose_model(int8_only, specs, tier=tier).spec.tier == picked
+
+
 def test_pass_through_profile_uses_the_host_precision():
     assert (
         choose_model(DeviceProfile("host"), SPECS, host_precision="fp32").spec.precision == "fp32"
