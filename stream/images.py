@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 
@@ -20,6 +21,37 @@ MAX_PIXELS = MAX_IMAGE_PIXELS
 """Largest decoded image accepted, checked from the header so a pixel bomb is never decoded."""
 
 _JPEG_SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
+_JPEG_SOS, _JPEG_EOI = 0xDA, 0xD9
+_JPEG_STANDALONE = {0x01, *range(0xD0, 0xD8)}
+"""Markers without a length field: TEM and the restart markers RST0-7."""
+_JPEG_MARKER = re.compile(rb"\xff+([^\x00\xff])", re.DOTALL)
+"""A marker, after any 0xFF fill bytes."""
+_JPEG_SCAN_END = re.compile(rb"\xff+[^\x00\xd0-\xd7\xff]", re.DOTALL)
+"""The marker that ends entropy-coded data: in it 0xFF is followed only by a stuffed 0x00
+or a restart marker, so no byte pattern there looks like EOI."""
+
+
+def _jpeg_markers(data: bytes) -> Iterator[tuple[int, int]]:
+    """``(marker, offset just past it)`` for each marker of a JPEG in order, up to EOI.
+
+    Segments are skipped by their length and scans to the marker that ends them, so bytes
+    inside metadata (an EXIF thumbnail's own EOI) or after the image are never taken for a
+    marker. Stops early where the data ends or stops being JPEG.
+    """
+    pos = 2
+    while (found := _JPEG_MARKER.match(data, pos)) is not None:
+        marker, pos = found[1][0], found.end()
+        yield marker, pos
+        if marker == _JPEG_EOI:
+            return
+        if marker in _JPEG_STANDALONE:
+            continue
+        pos += int.from_bytes(data[pos : pos + 2], "big")
+        if marker == _JPEG_SOS:
+            scan_end = _JPEG_SCAN_END.search(data, pos)
+            if scan_end is None:
+                return
+            pos = scan_end.start()
 
 
 def image_size(data: bytes) -> tuple[int, int]:
@@ -32,19 +64,10 @@ def image_size(data: bytes) -> tuple[int, int]:
         width, height = struct.unpack(">II", data[16:24])
         return int(width), int(height)
     if data.startswith(b"\xff\xd8"):
-        pos = 2
-        while pos + 4 <= len(data):
-            if data[pos] != 0xFF:
-                break
-            marker = data[pos + 1]
-            if marker == 0xFF:  # fill byte
-                pos += 1
-                continue
-            (length,) = struct.unpack(">H", data[pos + 2 : pos + 4])
-            if marker in _JPEG_SOF and pos + 9 <= len(data):
-                height, width = struct.unpack(">HH", data[pos + 5 : pos + 9])
+        for marker, pos in _jpeg_markers(data):
+            if marker in _JPEG_SOF and pos + 7 <= len(data):
+                height, width = struct.unpack(">HH", data[pos + 3 : pos + 7])
                 return int(width), int(height)
-            pos += 2 + length
         raise FrameError("bad_image", "JPEG without a readable frame header")
     raise FrameError("bad_image", "not a JPEG or PNG image")
 
@@ -82,8 +105,10 @@ def decode_image(data: bytes, flags: int = cv2.IMREAD_COLOR) -> ImageBGR:
     Raises:
         FrameError: ``bad_image`` when OpenCV cannot decode it (corrupt or truncated).
     """
-    if data.startswith(b"\xff\xd8") and not data.rstrip(b"\x00").endswith(b"\xff\xd9"):
+    is_jpeg = data.startswith(b"\xff\xd8")
+    if is_jpeg and all(marker != _JPEG_EOI for marker, _ in _jpeg_markers(data)):
         # libjpeg "decodes" a cut-off JPEG into a grey-padded image; refuse it instead.
+        # Bytes after EOI are fine: cameras and browsers append metadata there.
         raise FrameError("bad_image", "JPEG is truncated (no end-of-image marker)")
     image = cv2.imdecode(np.frombuffer(data, np.uint8), flags)
     if image is None:

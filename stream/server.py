@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import logging
+import os
+import re
+import socket
+import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import NoReturn
 
 import aioice.ice
 import uvloop
 from aiohttp import web
+from aiohttp.web_log import AccessLogger
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from detectors.objects import TargetRegistry, default_dir
-from hw_sim import PROFILES
+from hw_sim import PROFILES, get_profile
 from stream.admission import Admission, ServerConfig, guard_middleware
 from stream.pipelines import Pipelines, SessionOptions
 from stream.tls import DEFAULT_TLS_DIR, lan_addresses, self_signed_certificate, server_context
@@ -26,6 +34,25 @@ GATEWAY = web.AppKey("gateway", WebRtcGateway)
 ADMISSION = web.AppKey("admission", Admission)
 
 WEB_ROOT = Path(__file__).resolve().parent.parent / "clients" / "web"
+
+_TOKEN_VALUE = re.compile(r"(?<=[?&]token=)[^&#\s\"]+")
+_BIND_ERRORS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES)
+
+
+class RedactingAccessLogger(AccessLogger):
+    """aiohttp's access log with every ``token=`` query value shown as ``***``.
+
+    Browsers pass the token as ``?token=SECRET`` (docs/api.md), so it would show in the
+    request line and in the ``Referer`` of every request the demo page makes.
+    """
+
+    def _format_line(
+        self, request: web.BaseRequest, response: web.StreamResponse, time: float
+    ) -> Iterable[tuple[str | tuple[str, str], str]]:
+        return [
+            (key, _TOKEN_VALUE.sub("***", value) if isinstance(value, str) else value)
+            for key, value in super()._format_line(request, response, time)
+        ]
 
 
 def build_app(pipelines: Pipelines, config: ServerConfig | None = None) -> web.Application:
@@ -90,8 +117,10 @@ def serve(
     """Run the server until interrupted. ``https`` uses ``cert``/``key`` or a self-signed pair.
 
     ``targets`` is the folder of registered scan targets (default: :func:`default_dir`).
+    A wrong flag, or an address that cannot be listened on, ends the process with one line
+    on stderr (status 2, as argparse, for a flag; 1 for the address).
     """
-    loopback = ipaddress.ip_address(host if host != "localhost" else "127.0.0.1").is_loopback
+    loopback = _check_arguments(host, port, config, cert, key)
     if loopback:
         aioice.ice.get_host_addresses = loopback_host_addresses
     context = None
@@ -99,25 +128,68 @@ def serve(
         lan = [] if loopback else lan_addresses()
         if cert is None or key is None:
             cert, key = self_signed_certificate(DEFAULT_TLS_DIR, lan)
-        context = server_context(cert, key)
+        try:
+            context = server_context(cert, key)
+        except OSError as exc:  # a missing file, or one that is not PEM (ssl.SSLError)
+            _exit(f"--cert {cert} / --key {key}: {exc}")
     registry = TargetRegistry.open(targets or default_dir())
     app = build_app(Pipelines.from_models(precision, targets=registry), config)
     scheme = "https" if context else "http"
     shown = [host] if host not in ("0.0.0.0", "::") else ["127.0.0.1", *lan_addresses()]
-    for address in shown:
-        print(f"open {scheme}://{address}:{port}/", flush=True)
-    if context and not loopback:
-        print("(self-signed certificate: accept the browser's warning once per device)", flush=True)
+    listening = False
+
+    def announce(*_: object) -> None:  # run_app calls it once every address is bound
+        nonlocal listening
+        listening = True
+        for address in shown:
+            print(f"open {scheme}://{address}:{port}/", flush=True)
+        if context and not loopback:
+            print(
+                "(self-signed certificate: accept the browser's warning once per device)",
+                flush=True,
+            )
+
     # SIGTERM/SIGINT: stop accepting, tell clients (on_shutdown), wait at most this long.
     # uvloop: aiortc handles every RTP packet in the event loop, and uvloop's cheaper
     # socket and callback handling cut the loop's CPU per WebRTC frame by 12-19%
     # (docs/benchmarks.md).
-    web.run_app(
-        app,
-        host=host,
-        port=port,
-        ssl_context=context,
-        print=None,
-        shutdown_timeout=5.0,
-        loop=uvloop.new_event_loop(),
-    )
+    try:
+        web.run_app(
+            app,
+            host=host,
+            port=port,
+            ssl_context=context,
+            print=announce,
+            access_log_class=RedactingAccessLogger,
+            shutdown_timeout=5.0,
+            loop=uvloop.new_event_loop(),
+        )
+    except OSError as exc:
+        if listening or exc.errno not in _BIND_ERRORS:
+            raise
+        _exit(f"cannot listen on {host}:{port}: {os.strerror(exc.errno).lower()}", status=1)
+
+
+def _check_arguments(
+    host: str, port: int, config: ServerConfig, cert: Path | None, key: Path | None
+) -> bool:
+    """Refuse wrong ``serve`` flags before anything is loaded; whether ``host`` is loopback."""
+    if not 0 <= port <= 65535:
+        _exit(f"--port {port} is outside 0..65535")
+    try:
+        get_profile(config.default_profile)
+    except KeyError as exc:
+        _exit(f"--profile: {exc.args[0]}")
+    if (cert is None) != (key is None):
+        _exit("--cert and --key go together: give both, or neither for a self-signed pair")
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        _exit(f"--host {host}: cannot resolve it ({exc.strerror})")
+    return all(ipaddress.ip_address(info[4][0]).is_loopback for info in addresses)
+
+
+def _exit(message: str, status: int = 2) -> NoReturn:
+    """End start-up with one line on stderr and no traceback."""
+    print(f"run.py serve: error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(status)

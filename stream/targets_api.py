@@ -57,6 +57,12 @@ class TargetMessages:
         if kind == "remove_target":
             await self._run(registry.remove, name)
             return {"type": "target_removed", "name": name}
+        if self._pending is not None:
+            # Its photo is the next binary message; a second name would leave one unanswered.
+            raise FrameError(
+                "registration_pending",
+                f"register_target {self._pending.name!r} is waiting for its photo: send it first",
+            )
         replace = request.get("replace", False)
         if not isinstance(replace, bool):
             raise FrameError("bad_field", "'replace' must be true or false")

@@ -17,6 +17,7 @@ from av import VideoFrame
 
 from stream import metrics
 from stream.admission import Admission, ServerConfig, Ticket, refuse
+from stream.client_json import JsonError, parse_object
 from stream.images import MAX_PIXELS, video_frame_decoder
 from stream.jitter import bound_decoder_backlog, complete_frames_on_marker
 from stream.offers import check_offer
@@ -31,6 +32,7 @@ MAX_CHANNEL_BACKLOG = 4 * MAX_CHANNEL_BUFFER
 """Bytes queued past which every message is dropped, events and errors too: a peer that
 keeps ICE alive but stops reading its channel must not grow the queue forever."""
 TRANSPORT = "webrtc"
+OFFER_SHAPE = "need {'sdp': str, 'type': 'offer'}"
 
 
 @dataclass(slots=True)
@@ -84,12 +86,13 @@ class WebRtcGateway:
 
     async def offer(self, request: web.Request) -> web.Response:
         try:
-            params: Any = await request.json()
-            if not isinstance(params, dict):
-                raise ValueError("body must be a JSON object")
+            params = parse_object(await request.read(), "the body")
+        except JsonError as exc:
+            return refuse(400, f"{exc}; {OFFER_SHAPE}")
+        try:
             sdp, kind = params.get("sdp"), params.get("type")
             if not isinstance(sdp, str) or kind != "offer":
-                raise ValueError("need {'sdp': str, 'type': 'offer'}")
+                raise ValueError(OFFER_SHAPE)
             options = SessionOptions.from_json(params, self.config.default_profile)
             check_offer(sdp)  # before a peer, its ports or an admission slot exist
         except (ValueError, OptionError) as exc:

@@ -17,6 +17,7 @@ from aiohttp import WSMsgType, web
 
 from stream import metrics
 from stream.admission import Admission, ServerConfig, refuse
+from stream.client_json import parse_object
 from stream.images import MAX_FRAME_BYTES, MAX_PIXELS, image_decoder
 from stream.pipelines import Pipelines, SessionOptions
 from stream.session import FrameError, Message, Session, error_message
@@ -29,6 +30,9 @@ frames beyond that are refused with ``rate_limited``."""
 HEARTBEAT_S = 20.0
 """Seconds without any message from the client before the server pings; a client that does
 not answer within half of that (aiohttp's pong timeout) is disconnected: 30 s in all."""
+MAX_TIMESTAMP_S = 1e10
+"""Largest client timestamp: room for Unix time (float64 still resolves microseconds there),
+and far enough from float range that the emulated device's ``t * fps`` cannot overflow."""
 TRANSPORT = "websocket"
 CLOSE_GOING_AWAY = 1001
 
@@ -76,14 +80,23 @@ class WebsocketConnection:
             await self.ws.send_str(json.dumps(message))
 
     async def on_text(self, text: str) -> None:
-        request = _parse(text)
+        request = parse_object(text, "the text message")
         kind = request.get("type")
+        if not isinstance(kind, str):  # a list or object would not even hash
+            raise FrameError("unknown_type", "'type' must be a string naming the message type")
         if kind == "start":
             await self.start(request)
         elif kind == "timestamp":
             t = request.get("t")
-            if isinstance(t, bool) or not isinstance(t, int | float) or not t >= 0:
-                raise FrameError("bad_field", "timestamp 't' must be a number of seconds >= 0")
+            if (
+                isinstance(t, bool)
+                or not isinstance(t, int | float)
+                or not 0 <= t <= MAX_TIMESTAMP_S
+            ):
+                raise FrameError(
+                    "bad_field",
+                    f"timestamp 't' must be a number of seconds, 0 to {MAX_TIMESTAMP_S:g}",
+                )
             self.next_t = float(t)
         elif kind in TARGET_MESSAGES:
             reply = await self.targets.on_text(request)
@@ -184,13 +197,3 @@ class WebsocketApi:
         await asyncio.gather(
             *(ws.close(code=CLOSE_GOING_AWAY, message=b"server shutting down") for ws in self.open)
         )
-
-
-def _parse(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        raise FrameError("bad_json", "text messages must be JSON objects") from None
-    if not isinstance(value, dict):
-        raise FrameError("bad_json", "text messages must be JSON objects")
-    return value

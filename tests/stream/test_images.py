@@ -75,6 +75,47 @@ def test_truncated_or_corrupt_jpeg_passes_the_header_check_but_fails_to_decode(d
         assert image.shape == (48, 64, 3)
 
 
+def with_comment(data: bytes, text: bytes) -> bytes:
+    """``data`` (a JPEG) with a COM segment holding ``text`` right after its SOI marker."""
+    return data[:2] + b"\xff\xfe" + (len(text) + 2).to_bytes(2, "big") + text + data[2:]
+
+
+def progressive_jpeg() -> bytes:
+    noise = np.random.default_rng(1).integers(0, 255, (48, 64, 3), np.uint8)
+    ok, data = cv2.imencode(".jpg", noise, [cv2.IMWRITE_JPEG_PROGRESSIVE, 1])
+    assert ok
+    return bytes(data)
+
+
+@pytest.mark.parametrize(
+    "jpeg", [noisy_jpeg(), progressive_jpeg()], ids=["baseline", "progressive"]
+)
+@pytest.mark.parametrize(
+    "trailer",
+    [b"garbage" * 100, bytes(1000), b"\xff", b"\xff\xd8\xff\xe1", encoded(".jpg", 8, 8)],
+    ids=["text", "zeros", "lone-ff", "marker-like", "second-jpeg"],
+)
+def test_bytes_after_the_end_of_image_marker_are_ignored(jpeg, trailer):
+    # Cameras and browsers append metadata (or a whole second picture) after EOI.
+    assert decode_image(jpeg + trailer).shape == (48, 64, 3)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        with_comment(noisy_jpeg(), b"thumbnail \xff\xd9 end")[:-200],  # EOI only in metadata
+        with_comment(noisy_jpeg(), b"\xff\xd9")[:-2] + b"trailing",  # cut, then bytes
+        progressive_jpeg()[:-2],  # every scan there, the EOI marker missing
+        progressive_jpeg()[: len(progressive_jpeg()) // 2],  # cut between or within scans
+    ],
+    ids=["eoi-in-metadata", "cut-then-bytes", "progressive-no-eoi", "progressive-half"],
+)
+def test_a_jpeg_that_stops_before_its_end_of_image_marker_is_refused(data):
+    with pytest.raises(FrameError, match="truncated") as caught:
+        decode_image(data)
+    assert caught.value.code == "bad_image"
+
+
 def test_decode_returns_bgr():
     image = decode_image(encoded(".png", 8, 4))
     assert image.shape == (4, 8, 3) and image.dtype == np.uint8

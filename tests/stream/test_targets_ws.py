@@ -1,5 +1,6 @@
 """Scan targets over the websocket API: register, recognise in a session, list, remove, refusals."""
 
+import asyncio
 import json
 
 import numpy as np
@@ -95,6 +96,20 @@ async def test_registration_photo_is_not_a_frame_and_remove_forgets(targets_url)
             "target_removed"
         )
         assert (await request(ws, {"type": "list_targets"}))["targets"] == []
+
+
+async def test_a_second_registration_before_the_photo_is_refused_and_the_first_kept(targets_url):
+    async with connect(targets_url) as ws:
+        await ws.send(json.dumps({"type": "register_target", "name": "first"}))
+        async with asyncio.timeout(10):  # it used to get no answer at all
+            second = await request(ws, {"type": "register_target", "name": "second"})
+        assert second["code"] == "registration_pending" and "'first'" in second["message"]
+        await ws.send(jpeg(covers()[1].image))  # the photo of the registration still waiting
+        reply = checked(json.loads(await ws.recv()))
+        assert reply["type"] == "target_registered" and reply["name"] == "first"
+        assert [t["name"] for t in (await request(ws, {"type": "list_targets"}))["targets"]] == [
+            "first"
+        ]
 
 
 async def test_a_server_without_targets_says_so(fake_server):

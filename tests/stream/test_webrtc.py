@@ -167,22 +167,32 @@ async def test_malformed_sdp_gets_400_and_leaves_nothing_behind(
     await released(fds, tasks)  # no peer connection, ICE socket or task is left over
 
 
+SHAPE = "need {'sdp': str, 'type': 'offer'}"
+
+
 @pytest.mark.parametrize(
-    "body",
+    ("body", "reason"),
     [
-        "not json",
-        {"sdp": 5, "type": "offer"},
-        {"sdp": "v=0", "type": "answer"},
-        {"sdp": "v=0\r\n", "type": "offer", "profile": "toaster"},
+        pytest.param({"data": "not json"}, SHAPE, id="not-json"),
+        pytest.param({"data": {"sdp": "v=0", "type": "offer"}}, SHAPE, id="form"),
+        pytest.param({"data": b'{"sdp": "\xff"}'}, "not UTF-8", id="not-utf8"),
+        pytest.param({"data": "[" * 100_000}, "too deeply", id="nested-past-the-recursion-limit"),
+        pytest.param({"data": '{"sdp": "v=0", "type": "offer", "seed": NaN}'}, "NaN", id="nan"),
+        pytest.param({"json": [1, 2]}, SHAPE, id="not-an-object"),
+        pytest.param({"json": {"sdp": 5, "type": "offer"}}, SHAPE, id="sdp-not-text"),
+        pytest.param({"json": {"sdp": "v=0", "type": "answer"}}, SHAPE, id="an-answer"),
+        pytest.param(
+            {"json": {"sdp": "v=0\r\n", "type": "offer", "profile": "toaster"}},
+            "unknown device profile",
+            id="bad-option",
+        ),
     ],
 )
-async def test_malformed_offers_get_400(fake_server, body):
+async def test_malformed_offers_get_400_with_the_reason(fake_server, body, reason):
     url = f"http://127.0.0.1:{fake_server.port}/offer"
-    async with aiohttp.ClientSession() as http:
-        kwargs = {"data": body} if isinstance(body, str) else {"json": body}
-        async with http.post(url, **kwargs) as response:
-            assert response.status == 400
-            assert "error" in await response.json()
+    async with aiohttp.ClientSession() as http, http.post(url, **body) as response:
+        assert response.status == 400
+        assert reason in (await response.json())["error"]
     assert not fake_server.app[GATEWAY].peers
 
 

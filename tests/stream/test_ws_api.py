@@ -1,5 +1,6 @@
 import asyncio
 import json
+from typing import Any
 
 import pytest
 from fakes import jpeg, png_header, red_square_frame
@@ -38,6 +39,11 @@ async def test_start_then_frames_give_frame_and_recognized_messages(ws_url):
         ("not json", "bad_json"),
         ("[1, 2]", "bad_json"),
         (json.dumps({"type": "dance"}), "unknown_type"),
+        (json.dumps({"type": ["start"]}), "unknown_type"),  # unhashable: was a dropped socket
+        (json.dumps({"type": {}}), "unknown_type"),
+        pytest.param("[" * 100_000, "bad_json", id="nested-past-the-recursion-limit"),
+        ('{"type": "timestamp", "t": Infinity}', "bad_field"),
+        ('{"type": "start", "voting": {"hold": NaN}}', "bad_field"),
         (json.dumps({"type": "start", "profile": 3}), "bad_option"),
         (json.dumps({"type": "start", "profile": "toaster"}), "unknown_profile"),
         (b"\xff\xd8 not really a jpeg", "not_started"),
@@ -99,6 +105,26 @@ async def test_client_timestamps_set_media_time_and_must_not_go_back(ws_url):
         assert checked(json.loads(await ws.recv()))["code"] == "bad_field"
         await ws.send(json.dumps({"type": "timestamp", "t": "soon"}))
         assert checked(json.loads(await ws.recv()))["code"] == "bad_field"
+
+
+def finite_json(text: str) -> dict[str, Any]:
+    """A server message parsed as browsers do: NaN and Infinity are not JSON."""
+    return checked(json.loads(text, parse_constant=lambda name: pytest.fail(f"sent {name}")))
+
+
+@pytest.mark.parametrize("profile", ["host", "low"])  # low: the emulated device's timeline
+@pytest.mark.parametrize(
+    "t", ["Infinity", "-Infinity", "NaN", "1e999", "1e308", "-1", str(10**400), '"soon"', "true"]
+)
+async def test_a_bad_timestamp_is_refused_and_the_next_frame_still_works(ws_url, profile, t):
+    async with connect(ws_url) as ws:
+        await ws.send(json.dumps({"type": "start", "profile": profile}))
+        await ws.recv()
+        await ws.send(f'{{"type": "timestamp", "t": {t}}}')
+        assert finite_json(await ws.recv())["code"] == "bad_field"
+        await ws.send(jpeg(red_square_frame()))  # not stamped: seconds since start
+        frame = finite_json(await ws.recv())
+        assert frame["type"] == "frame" and 0 <= frame["t"] < 60
 
 
 async def test_a_client_that_stops_answering_pings_is_dropped(fake_server, monkeypatch):

@@ -1,0 +1,106 @@
+"""``serve``: its flags are checked before anything loads, and the access log hides tokens."""
+
+import logging
+import socket
+from pathlib import Path
+
+import aioice.ice
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import make_mocked_request
+from fakes import RedSquareDetector
+
+from stream.admission import ServerConfig
+from stream.pipelines import Pipelines
+from stream.server import RedactingAccessLogger, serve
+
+
+@pytest.mark.parametrize(
+    ("path", "referer", "logged"),
+    [
+        ("/ws?token=SECRET", "-", '"GET /ws?token=*** HTTP/1.1" 200 "-"'),
+        ("/?a=1&token=SECRET&b=2", "-", '"GET /?a=1&token=***&b=2 HTTP/1.1" 200 "-"'),
+        ("/static/app.js", "https://h:8080/?token=SECRET", '"GET /static/app.js HTTP/1.1" 200 '
+         '"https://h:8080/?token=***"'),
+        ("/?mytoken=kept&token=", "-", '"GET /?mytoken=kept&token= HTTP/1.1" 200 "-"'),
+    ],
+)  # fmt: skip
+def test_the_access_log_shows_no_token(caplog, path, referer, logged):
+    logger = RedactingAccessLogger(logging.getLogger("test.access"), '"%r" %s "%{Referer}i"')
+    request = make_mocked_request("GET", path, headers={"Referer": referer})
+    with caplog.at_level(logging.INFO, "test.access"):
+        logger.log(request, web.Response(), 0.01)
+    assert caplog.messages == [logged]
+    assert "SECRET" not in repr(caplog.records[0].__dict__)  # nor in the record's extra fields
+
+
+@pytest.fixture
+def fake_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``serve`` gets the red-square model, and its ICE patch is undone afterwards."""
+    monkeypatch.setattr(
+        Pipelines, "from_models", lambda *_, **__: Pipelines({"l": RedSquareDetector()}, workers=1)
+    )
+    monkeypatch.setattr(aioice.ice, "get_host_addresses", aioice.ice.get_host_addresses)
+
+
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch, fake_models: None) -> list[dict[str, object]]:
+    """Calls of ``web.run_app`` by ``serve``; each returns at once."""
+    calls: list[dict[str, object]] = []
+    monkeypatch.setattr(web, "run_app", lambda app, **kwargs: calls.append(kwargs))
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "profile", "tls", "error"),
+    [
+        ("127.0.0.1", 99999, "host", {}, "--port 99999 is outside 0..65535"),
+        ("127.0.0.1", -1, "host", {}, "--port -1 is outside 0..65535"),
+        ("127.0.0.1", 8080, "zz", {}, "--profile: unknown device profile 'zz'; known: ["),
+        ("127.0.0.1", 8080, "host", {"cert": Path("c.pem")}, "--cert and --key go together"),
+        ("127.0.0.1", 8080, "host", {"key": Path("k.pem")}, "--cert and --key go together"),
+        ("127.0.0.1", 8080, "host", {"cert": Path("none.pem"), "key": Path("none.pem")},
+         "--cert none.pem / --key none.pem: [Errno 2] No such file"),
+        ("foo.invalid", 8080, "host", {}, "--host foo.invalid: cannot resolve it"),
+    ],
+)  # fmt: skip
+def test_wrong_flags_end_start_up_with_one_line(
+    started, capsys, tmp_path, host, port, profile, tls, error
+):
+    with pytest.raises(SystemExit) as exited:
+        serve(host, port, ServerConfig(default_profile=profile), targets=tmp_path, **tls)
+    assert exited.value.code == 2
+    stderr = capsys.readouterr().err
+    assert stderr.startswith(f"run.py serve: error: {error}") and stderr.count("\n") == 1
+    assert not started
+
+
+def test_a_host_name_is_resolved_and_the_urls_are_shown_once_listening(started, capsys, tmp_path):
+    serve("localhost", 8080, ServerConfig(), targets=tmp_path)
+    assert capsys.readouterr().out == ""  # nothing yet: the address may still be taken
+    [kwargs] = started
+    assert kwargs["host"] == "localhost" and kwargs["access_log_class"] is RedactingAccessLogger
+    kwargs["print"]("======== Running on ... ========")  # run_app: every address is bound
+    assert capsys.readouterr().out == "open http://localhost:8080/\n"
+    assert aioice.ice.get_host_addresses(True, False) == ["127.0.0.1"]  # loopback ICE
+
+
+def test_an_address_in_use_ends_start_up_with_one_line(
+    monkeypatch, fake_models, capsys, tmp_path, unused_tcp_port
+):
+    real_run_app = web.run_app
+
+    def run_app(app: web.Application, **kwargs: object) -> None:
+        def listening(*_: object) -> None:  # instead of serving forever
+            raise AssertionError("listened on an address already in use")
+
+        real_run_app(app, **{**kwargs, "print": listening})
+
+    monkeypatch.setattr(web, "run_app", run_app)
+    with socket.create_server(("127.0.0.1", unused_tcp_port)), pytest.raises(SystemExit) as exited:
+        serve("127.0.0.1", unused_tcp_port, ServerConfig(), targets=tmp_path)
+    assert exited.value.code == 1
+    assert capsys.readouterr().err == (
+        f"run.py serve: error: cannot listen on 127.0.0.1:{unused_tcp_port}: "
+        "address already in use\n"
+    )
