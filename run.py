@@ -13,6 +13,7 @@ from pathlib import Path
 from clients.bench import add_arguments as bench_arguments
 from clients.loadtest import add_arguments as loadtest_arguments
 from clients.replay import add_arguments as replay_arguments
+from clients.ws_client import add_arguments as client_arguments
 from detectors.objects.cli import add_arguments as targets_arguments
 from stream.admission import ServerConfig
 
@@ -99,11 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     replay_arguments(replay)
 
     client = sub.add_parser("client", help="stream a webcam, video or image folder to a server")
-    client.add_argument("source", help="video file, folder of images, or webcam index (0)")
-    client.add_argument("--url", default="ws://127.0.0.1:8080/ws")
-    client.add_argument("--profile", default=None)
-    client.add_argument("--tier", default=None)
-    client.add_argument("--fps", type=float, default=15.0, help="pace for image folders")
+    client_arguments(client)
 
     for name, (_, summary) in OWN_PARSERS.items():
         sub.add_parser(name, add_help=False, help=summary)  # options and --help: its module
@@ -198,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         from clients.ws_client import client_main
 
         options = {k: v for k, v in (("profile", args.profile), ("tier", args.tier)) if v}
-        return client_main(args.url, args.source, args.fps, options)
+        return client_main(args.url, args.source, args.fps, options, args.token)
     if args.command == "loadtest":
         from clients.loadtest import loadtest_main
 

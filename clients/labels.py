@@ -30,6 +30,10 @@ MIN_VISIBLE_S = 1.0
 LATE_GRACE_S = 0.5
 """A recognition this long after a range ends still belongs to it (the decision lags the view)."""
 BOX_IOU = 0.5
+EXPECTED = (
+    'expected {"VIDEO_NAME": {"label": "fu", "visible": [[START_S, END_S], ...], '
+    '"boxes": {"FRAME": [[X0, Y0, X1, Y1], ...]}}} ("label" and "boxes" optional)'
+)
 
 
 class LabelError(ValueError):
@@ -51,16 +55,28 @@ def read_labels(path: Path) -> dict[str, ClipLabels]:
     """
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-        return {name: _clip_labels(entry) for name, entry in raw.items()}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+    except (OSError, ValueError) as exc:
         raise LabelError(f"bad label file {path}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise LabelError(f"bad label file {path}: not a JSON object; {EXPECTED}")
+    clips = {}
+    for name, entry in raw.items():
+        try:
+            clips[name] = _clip_labels(entry)
+        except (ValueError, TypeError) as exc:
+            raise LabelError(f"bad label file {path}: {name!r}: {exc}; {EXPECTED}") from exc
+    return clips
 
 
-def _clip_labels(entry: dict[str, Any]) -> ClipLabels:
+def _clip_labels(entry: Any) -> ClipLabels:
+    if not isinstance(entry, dict) or not isinstance(entry.get("visible"), list):
+        raise ValueError("not an object with a 'visible' list")
+    boxes = entry.get("boxes")
+    if boxes is not None and not isinstance(boxes, dict):
+        raise ValueError("'boxes' is not an object keyed by frame index")
     visible = tuple((float(a), float(b)) for a, b in entry["visible"])
     if any(b < a for a, b in visible):
         raise ValueError(f"range end before start in {visible}")
-    boxes = entry.get("boxes")
     return ClipLabels(
         str(entry.get("label", "fu")),
         visible,

@@ -7,10 +7,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
-from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -18,16 +18,26 @@ import numpy as np
 from tqdm import tqdm
 
 from clients.annotate import annotate
+from clients.clips import VideoPathError, check_video_path
 from clients.labels import LabelError, ReplayScore, read_labels, score_replay
 from clients.report import ClipResult, write_report
-from clients.sources import SourceError, bgr_frames, frame_count, source_rate, video_frames
+from clients.sources import (
+    SourceError,
+    bgr_frames,
+    frame_count,
+    frame_rate,
+    opened,
+    source_rate,
+    video_frames,
+)
 from detectors.core import ImageBGR
 from stream.images import video_frame_decoder
 from stream.pipelines import OptionError, Pipelines, SessionOptions
-from stream.session import Message, Session
+from stream.session import Message, Session, SessionError
 
-TimedFrames = AsyncIterator[tuple[float, Callable[[], ImageBGR]]]
-"""``(media time, decode)`` of each frame of a stream, in order."""
+Frame = tuple[float, Callable[[], ImageBGR]]
+"""``(media time, decode)`` of one frame of a stream."""
+TimedFrames = AsyncIterator[Frame]
 
 
 async def feed(session: Session, frames: TimedFrames, realtime: bool) -> None:
@@ -37,6 +47,9 @@ async def feed(session: Session, frames: TimedFrames, realtime: bool) -> None:
     as it would live). Otherwise each frame is offered once the session is
     idle: as fast as the host allows, with the real-time schedule when the
     session's profile is emulated (every frame, for the pass-through host).
+
+    Raises:
+        SessionError: processing a frame failed; the replay ends there.
     """
     runner = asyncio.create_task(session.run())
     loop = asyncio.get_running_loop()
@@ -52,16 +65,25 @@ async def feed(session: Session, frames: TimedFrames, realtime: bool) -> None:
         await session.wait_idle()
     finally:
         session.close()
-        await runner
+        await runner  # raises the session's failure, if any
 
 
-async def source_frames(source: str, fps: float, progress: tqdm) -> TimedFrames:
-    """Frames of any source, decoded lazily for video files (only processed frames convert)."""
-    frames: Iterator[tuple[float, Any]]
+def open_source(source: str, fps: float, skipped: list[Path]) -> Iterator[Frame]:
+    """Frames of any source, opened now (:class:`SourceError` here, before any output), decoded
+    lazily for video files (only processed frames convert); unreadable images go to ``skipped``."""
+    frames: Iterator[Frame]
     if Path(source).is_file():
         frames = ((t, video_frame_decoder(frame)) for t, frame in video_frames(source))
     else:
-        frames = ((t, partial(lambda image: image, image)) for t, image in bgr_frames(source, fps))
+        frames = (
+            (t, functools.partial(lambda image: image, image))
+            for t, image in bgr_frames(source, fps, skipped)
+        )
+    return opened(frames)
+
+
+async def timed_frames(frames: Iterator[Frame], progress: tqdm) -> TimedFrames:
+    """``frames`` read off the event loop (decoding a video blocks)."""
     while (item := await asyncio.to_thread(next, frames, None)) is not None:
         progress.update()
         yield item
@@ -70,13 +92,13 @@ async def source_frames(source: str, fps: float, progress: tqdm) -> TimedFrames:
 async def replay_source(
     pipelines: Pipelines,
     source: str,
+    frames: Iterator[Frame],
     options: SessionOptions,
     fast: bool,
-    fps: float,
     tag: bool,
     out: TextIO,
 ) -> list[dict[str, Any]]:
-    """One source through one session; returns its messages (also written to ``out``)."""
+    """One opened source through one session; returns its messages (also written to ``out``)."""
     messages: list[dict[str, Any]] = []
 
     async def send(message: Message) -> None:
@@ -89,7 +111,7 @@ async def replay_source(
     with tqdm(
         total=frame_count(source), desc=Path(source).name, unit="frame", disable=None, leave=False
     ) as progress:
-        await feed(session, source_frames(source, fps, progress), realtime=not fast)
+        await feed(session, timed_frames(frames, progress), realtime=not fast)
     return messages
 
 
@@ -100,15 +122,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="VIDEO",
         help="video files (anything FFmpeg reads), image folders, or a webcam index",
     )
-    parser.add_argument("--profile", default="host")
+    parser.add_argument(
+        "--profile",
+        default="host",
+        metavar="NAME",
+        help="device profile to emulate, see `run.py profiles` (default: %(default)s)",
+    )
     parser.add_argument("--tier", default=None, help="model tier (default: the profile's choice)")
-    parser.add_argument("--preset", default="balanced", help="voting preset")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the emulated latency jitter")
+    parser.add_argument(
+        "--preset",
+        default="balanced",
+        help="voting preset: strict, balanced, fast or kofn (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the emulated latency jitter (default: %(default)s)",
+    )
     parser.add_argument(
         "--fast", action="store_true", help="as fast as the host allows, same schedule as real time"
     )
-    parser.add_argument("--fps", type=float, default=15.0, help="frame rate of image folders")
-    parser.add_argument("--jsonl", default="-", help="result messages, '-' for stdout")
+    parser.add_argument(
+        "--fps",
+        type=frame_rate,
+        default=15.0,
+        help="frame rate of image folders, > 0 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--jsonl", default="-", help="result messages, '-' for stdout (default: %(default)s)"
+    )
     parser.add_argument("--labels", type=Path, help="ground truth JSON (see clients/labels.py)")
     parser.add_argument("--report", type=Path, help="write an HTML report with timelines")
     parser.add_argument(
@@ -135,36 +178,93 @@ def summary(total: ReplayScore) -> str:
     return "\n".join(lines)
 
 
-async def replay_all(args: argparse.Namespace, out: TextIO) -> list[ClipResult]:
+class ArgumentProblem(ValueError):
+    """An option of the command line cannot work; found before any work is done."""
+
+
+def check_output(path: Path, option: str) -> None:
+    """Refuse an output path that cannot be written, before a run whose end would write it."""
+    if path.is_dir():
+        raise ArgumentProblem(f"{option} {path}: is a directory")
+    if not path.parent.is_dir():
+        raise ArgumentProblem(f"{option} {path}: no such directory {path.parent}")
+
+
+def check_arguments(args: argparse.Namespace) -> SessionOptions:
+    """Everything checkable before models load and sources open; the session options.
+
+    Raises:
+        ArgumentProblem, OptionError: a bad option (the tier is checked once models are loaded).
+    """
+    if args.jsonl != "-":
+        check_output(Path(args.jsonl), "--jsonl")
+    if args.report:
+        check_output(args.report, "--report")
+    if args.annotate:
+        if len(args.sources) != 1:
+            raise ArgumentProblem("--annotate takes exactly one source")
+        check_output(args.annotate, "--annotate")
+        try:
+            check_video_path(args.annotate)
+        except VideoPathError as exc:
+            raise ArgumentProblem(f"--annotate {exc}") from None
+    # The same checks as a websocket client's start message gets, for every option.
+    return SessionOptions.from_json(
+        {"profile": args.profile, "tier": args.tier, "seed": args.seed, "preset": args.preset},
+        args.profile,
+    )
+
+
+async def replay_all(
+    args: argparse.Namespace, options: SessionOptions, output: Callable[[], TextIO]
+) -> tuple[list[ClipResult], int]:
+    """Every source, in order; the results and the count of unreadable images skipped.
+
+    ``output`` opens the JSON Lines output: it is called only once the first
+    source opened, so that a source that cannot be read leaves no file behind.
+    """
     labels = read_labels(args.labels) if args.labels else {}
-    options = SessionOptions(args.profile, args.tier, args.seed, args.preset)
     pipelines = Pipelines.from_models()
     results = []
+    skipped: list[Path] = []
     try:
+        pipelines.simulator_for(options)  # an unknown tier, before any source or output opens
         for source in args.sources:
-            messages = await replay_source(
-                pipelines, source, options, args.fast, args.fps, len(args.sources) > 1, out
-            )
+            frames = await asyncio.to_thread(open_source, source, args.fps, skipped)
+            out = output()
+            try:
+                messages = await replay_source(
+                    pipelines, source, frames, options, args.fast, len(args.sources) > 1, out
+                )
+            finally:
+                out.flush()
             truth = labels.get(Path(source).name)
             score = score_replay(messages, truth) if truth else None
             results.append(ClipResult(source, messages, truth, score))
     finally:
         pipelines.shutdown()
-        out.flush()
-    return results
+    return results, len(skipped)
 
 
 def replay_main(args: argparse.Namespace) -> int:
-    if args.annotate and len(args.sources) != 1:
-        print("replay: --annotate takes exactly one source", file=sys.stderr)
-        return 2
+    """Exit status: 0, 2 for bad arguments or input, 1 if processing failed."""
     with contextlib.ExitStack() as stack:
-        out = sys.stdout if args.jsonl == "-" else stack.enter_context(open(args.jsonl, "w"))
+
+        @functools.cache
+        def output() -> TextIO:
+            if args.jsonl == "-":
+                return sys.stdout
+            return stack.enter_context(open(args.jsonl, "w", encoding="utf-8"))
+
         try:
-            results = asyncio.run(replay_all(args, out))
-        except (SourceError, OptionError, LabelError) as exc:
+            options = check_arguments(args)
+            results, skipped = asyncio.run(replay_all(args, options, output))
+        except (ArgumentProblem, SourceError, OptionError, LabelError, OSError) as exc:
             print(f"replay: {exc}", file=sys.stderr)
             return 2
+        except SessionError as exc:
+            print(f"replay: {exc}", file=sys.stderr)
+            return 1
     scored = [r.score for r in results if r.score is not None]
     total = None
     if args.labels:
@@ -175,6 +275,8 @@ def replay_main(args: argparse.Namespace) -> int:
         print(summary(total), file=sys.stderr)
         if missing:
             print(f"no labels for: {', '.join(missing)}", file=sys.stderr)
+    if skipped:
+        print(f"skipped {skipped} unreadable image(s)", file=sys.stderr)
     if args.report:
         write_report(args.report, results, total)
     if args.annotate:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+import itertools
+import logging
+import math
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import av
 import cv2
@@ -11,11 +16,33 @@ import numpy as np
 
 from detectors.core import ImageBGR
 
+log = logging.getLogger(__name__)
+
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".webp"}
+
+T = TypeVar("T")
 
 
 class SourceError(RuntimeError):
     """The input cannot be read as video or images."""
+
+
+def frame_rate(text: str) -> float:
+    """``--fps``: frames per second, a number > 0 (frame ``i`` of a folder is at ``i / fps``)."""
+    try:
+        fps = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < fps < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return fps
+
+
+def opened(frames: Iterator[T]) -> Iterator[T]:
+    """``frames`` with its source opened and first frame read now: an unreadable source raises
+    :class:`SourceError` here, before the caller connects or creates output files."""
+    first = next(frames, None)
+    return iter(()) if first is None else itertools.chain([first], frames)
 
 
 def video_frames(path: str) -> Iterator[tuple[float, av.VideoFrame]]:
@@ -41,16 +68,34 @@ def video_frames(path: str) -> Iterator[tuple[float, av.VideoFrame]]:
             raise SourceError(f"{path}: video data is corrupt: {exc}") from exc
 
 
-def folder_frames(path: Path, fps: float) -> Iterator[tuple[float, ImageBGR]]:
-    """The images of a folder in name order, as frames ``1/fps`` apart; unreadable ones raise."""
+def folder_frames(
+    path: Path, fps: float, skipped: list[Path] | None = None
+) -> Iterator[tuple[float, ImageBGR]]:
+    """The images of a folder in name order, as frames ``1/fps`` apart.
+
+    An unreadable image is skipped with a warning (and appended to ``skipped``);
+    its time stays a gap, as for a dropped frame.
+
+    Raises:
+        SourceError: ``fps`` is not > 0, or the folder holds no readable image.
+    """
+    if not fps > 0:
+        raise SourceError(f"frame rate must be > 0, got {fps}")
     files = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not files:
         raise SourceError(f"{path} holds no images ({', '.join(sorted(IMAGE_SUFFIXES))})")
+    readable = 0
     for index, file in enumerate(files):
         image = cv2.imread(str(file), cv2.IMREAD_COLOR)
         if image is None:
-            raise SourceError(f"cannot read image {file}")
+            log.warning("skipping unreadable image %s", file)
+            if skipped is not None:
+                skipped.append(file)
+            continue
+        readable += 1
         yield index / fps, np.asarray(image, np.uint8)
+    if not readable:
+        raise SourceError(f"cannot read any of the {len(files)} images in {path}")
 
 
 def webcam_frames(index: int) -> Iterator[tuple[float, ImageBGR]]:
@@ -71,13 +116,16 @@ def webcam_frames(index: int) -> Iterator[tuple[float, ImageBGR]]:
         capture.release()
 
 
-def bgr_frames(source: str, fps: float = 15.0) -> Iterator[tuple[float, ImageBGR]]:
-    """Any source as ``(t, BGR image)``: a webcam index, a folder of images or a video file."""
+def bgr_frames(
+    source: str, fps: float = 15.0, skipped: list[Path] | None = None
+) -> Iterator[tuple[float, ImageBGR]]:
+    """Any source as ``(t, BGR image)``: a webcam index, a folder of images or a video file
+    (``fps`` and ``skipped``: see :func:`folder_frames`)."""
     if source.isdigit():
         return webcam_frames(int(source))
     path = Path(source)
     if path.is_dir():
-        return folder_frames(path, fps)
+        return folder_frames(path, fps, skipped)
     if not path.exists():
         raise SourceError(f"no such file: {source}")
     return (

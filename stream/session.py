@@ -13,6 +13,7 @@ the same schedule and the same messages.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import deque
@@ -52,6 +53,11 @@ class FrameError(ValueError):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+class SessionError(RuntimeError):
+    """Processing a frame failed for a reason other than the frame (a bug, a voter refusing a
+    timestamp): the session closed itself. The original exception is the ``__cause__``."""
 
 
 @runtime_checkable
@@ -108,6 +114,18 @@ def error_message(code: str, message: str) -> Message:
     return {"type": "error", "code": code, "message": message}
 
 
+async def run_or_close(session: Session, close: Callable[[], Awaitable[object]]) -> None:
+    """Run ``session`` (a transport's task); if processing fails, ``close`` the connection.
+
+    The session has told the client (``internal``) and logged why; what is left is to end
+    the connection rather than keep one whose frames nobody processes.
+    """
+    try:
+        await session.run()
+    except SessionError:
+        await close()
+
+
 Job = tuple[PendingFrame, Start[PendingFrame] | None]
 """A frame to process, with the emulated device's start (``None`` for a pass-through profile)."""
 
@@ -117,7 +135,9 @@ class Session:
 
     Call :meth:`submit` for every received frame (it never blocks), run
     :meth:`run` as a task, and :meth:`close` when the client goes away. At the
-    end of a recorded stream call :meth:`flush`, then :meth:`wait_idle`.
+    end of a recorded stream call :meth:`flush`, then :meth:`wait_idle`. If
+    processing fails, the session closes and :meth:`run`, :meth:`wait_idle` and
+    :meth:`submit` raise :class:`SessionError` (no waiter is left hanging).
 
     Args:
         realtime: wait, in real (event-loop) time, until the emulated phone
@@ -168,6 +188,7 @@ class Session:
         self._wake = asyncio.Event()
         self._origin: float | None = None  # event-loop time of media time 0
         self._closed = False
+        self._failure: Exception | None = None
         self._running = False
         self._received = 0
         self.processed = 0
@@ -188,7 +209,12 @@ class Session:
         return self._timeline.camera_skipped if self._timeline is not None else 0
 
     def submit(self, decode: Callable[[], ImageBGR], t: float) -> None:
-        """Offer the frame at media time ``t``; ``decode`` turns it into a BGR image when taken."""
+        """Offer the frame at media time ``t``; ``decode`` turns it into a BGR image when taken.
+
+        Raises:
+            SessionError: processing failed earlier; the session takes no more frames.
+        """
+        self._raise_failure()
         pending = PendingFrame(self._received, t, decode, time.perf_counter())
         self._received += 1
         if self._timeline is None:
@@ -214,8 +240,12 @@ class Session:
 
         A session that is not real time may still hold the newest frame for the
         emulated device (its fate depends on the next arrival): see :meth:`flush`.
+
+        Raises:
+            SessionError: processing failed (the session closed itself).
         """
         await self._idle.wait()
+        self._raise_failure()
 
     def close(self) -> None:
         self._slot.close()
@@ -225,7 +255,34 @@ class Session:
         self._idle.set()
 
     async def run(self) -> None:
-        """Process frames until :meth:`close`; never raises for a bad frame (it reports it)."""
+        """Process frames until :meth:`close`; never raises for a bad frame (it reports it).
+
+        Raises:
+            SessionError: anything else failed; the session is closed, so that
+                :meth:`wait_idle` returns (and raises this too) instead of hanging.
+        """
+        try:
+            await self._run()
+        except Exception as exc:
+            log.exception("session failed")  # a bug, not a bad frame: keep the traceback
+            self._failure = exc
+            self.close()
+            with contextlib.suppress(Exception):  # best effort: the client may be gone
+                await self._send(
+                    error_message("internal", "frame processing failed; this session is closed")
+                )
+            self._raise_failure()
+
+    def _raise_failure(self) -> None:
+        # A fresh exception per raise: one instance re-raised from several places
+        # would pile every raiser's traceback onto it.
+        if self._failure is not None:
+            failure = self._failure
+            raise SessionError(
+                f"frame processing failed: {type(failure).__name__}: {failure}"
+            ) from failure
+
+    async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while (job := await self._next_job()) is not None:
             pending, start = job

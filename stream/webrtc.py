@@ -8,6 +8,7 @@ import json
 import logging
 import uuid
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -22,7 +23,7 @@ from stream.images import MAX_PIXELS, video_frame_decoder
 from stream.jitter import bound_decoder_backlog, complete_frames_on_marker
 from stream.offers import check_offer
 from stream.pipelines import OptionError, Pipelines, SessionOptions
-from stream.session import Message, Session, error_message
+from stream.session import Message, Session, SessionError, error_message, run_or_close
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,8 @@ async def drain(track: MediaStreamTrack, session: Session) -> None:
     """Pull every frame off ``track`` as it arrives (aiortc's own queue is unbounded) into the
     session's newest-frame slot; media time is relative to the first frame."""
     first: float | None = None
-    with contextlib.suppress(MediaStreamError):
+    # SessionError: the session failed; run_or_close is closing the peer.
+    with contextlib.suppress(MediaStreamError, SessionError):
         while True:
             frame = await track.recv()
             if not isinstance(frame, VideoFrame):
@@ -117,7 +119,7 @@ class WebRtcGateway:
             if track.kind != "video" or peer.session is not None:
                 return
             peer.session = self.pipelines.open(options, peer.send)
-            peer.spawn(peer.session.run())
+            peer.spawn(run_or_close(peer.session, partial(self.close, peer_id)))
             peer.spawn(drain(track, peer.session))
 
         @pc.on("connectionstatechange")

@@ -20,7 +20,14 @@ from stream.admission import Admission, ServerConfig, refuse
 from stream.client_json import parse_object
 from stream.images import MAX_FRAME_BYTES, MAX_PIXELS, image_decoder
 from stream.pipelines import Pipelines, SessionOptions
-from stream.session import FrameError, Message, Session, error_message
+from stream.session import (
+    FrameError,
+    Message,
+    Session,
+    SessionError,
+    error_message,
+    run_or_close,
+)
 from stream.targets_api import TARGET_MESSAGES, TargetMessages
 
 PROTOCOL_VERSION = 1
@@ -35,6 +42,7 @@ MAX_TIMESTAMP_S = 1e10
 and far enough from float range that the emulated device's ``t * fps`` cannot overflow."""
 TRANSPORT = "websocket"
 CLOSE_GOING_AWAY = 1001
+CLOSE_INTERNAL_ERROR = 1011
 
 
 @dataclass(slots=True)
@@ -71,6 +79,7 @@ class WebsocketConnection:
         self.started_at = 0.0
         self.next_t: float | None = None  # client timestamp for the next frame
         self.last_t = float("-inf")
+        self.last_arrival = 0.0  # monotonic time the frame at last_t arrived
         self.frame_budget = TokenBucket(rate=MAX_FPS, burst=MAX_FPS)
         self.targets = TargetMessages(pipelines.targets, pipelines.executor)
 
@@ -110,7 +119,7 @@ class WebsocketConnection:
             raise FrameError("already_started", "this connection already has a session")
         options = SessionOptions.from_json(request, self.default_profile)
         self.session = self.pipelines.open(options, self.send)
-        self.runner = asyncio.create_task(self.session.run())
+        self.runner = asyncio.create_task(run_or_close(self.session, self.close_failed))
         self.started_at = time.monotonic()
         await self.send(
             {
@@ -137,14 +146,25 @@ class WebsocketConnection:
         if self.session is None:
             raise FrameError("not_started", "send {'type': 'start'} before frames")
         now = time.monotonic()
-        t, self.next_t = (now - self.started_at if self.next_t is None else self.next_t), None
+        t, self.next_t = (self._arrival_time(now) if self.next_t is None else self.next_t), None
         if not self.frame_budget.take(now):
             raise FrameError("rate_limited", f"more than {MAX_FPS:g} frames per second")
         if t < self.last_t:
             raise FrameError("bad_field", f"timestamp {t} is before the previous frame's")
         decode = image_decoder(data)
-        self.last_t = t
+        self.last_t, self.last_arrival = t, now
         self.session.submit(decode, t)
+
+    def _arrival_time(self, now: float) -> float:
+        """Media time of a frame sent without a timestamp: the last frame's plus the time
+        between their arrivals, so that it continues the client's clock if it had one."""
+        if self.last_t == float("-inf"):
+            return now - self.started_at
+        return self.last_t + (now - self.last_arrival)
+
+    async def close_failed(self) -> None:
+        """End a connection whose session failed (it has sent ``internal``)."""
+        await self.ws.close(code=CLOSE_INTERNAL_ERROR, message=b"internal error")
 
     def close(self) -> None:
         if self.session is not None:
@@ -185,6 +205,8 @@ class WebsocketApi:
                         await connection.on_binary(msg.data)
                 except FrameError as exc:
                     await connection.send(error_message(exc.code, str(exc)))
+                except SessionError:
+                    break  # a frame raced the failed session's close (1011): end here too
         finally:
             self.open.discard(ws)
             connection.close()

@@ -42,19 +42,26 @@ def test_frame_scoring_matches_boxes_by_iou():
 
 
 @pytest.mark.parametrize(
-    "content",
+    ("content", "says"),
     [
-        "not json",
-        json.dumps({"a.mp4": {}}),
-        json.dumps({"a.mp4": {"visible": [[3, 1]]}}),
-        json.dumps({"a.mp4": {"visible": [[0, 1]], "boxes": {"x": []}}}),
+        ("not json", "Expecting value"),
+        (json.dumps([["a.mp4", [0, 1]]]), "not a JSON object"),
+        (json.dumps({"a.mp4": [[0, 4]]}), "'a.mp4': not an object with a 'visible' list"),
+        (json.dumps({"a.mp4": {}}), "'a.mp4': not an object with a 'visible' list"),
+        (json.dumps({"a.mp4": {"visible": [0, 4]}}), "cannot unpack"),
+        (json.dumps({"a.mp4": {"visible": [[3, 1]]}}), "range end before start"),
+        (json.dumps({"a.mp4": {"visible": [], "boxes": [[1, 2, 3, 4]]}}), "'boxes' is not"),
+        (json.dumps({"a.mp4": {"visible": [[0, 1]], "boxes": {"x": []}}}), "invalid literal"),
     ],
 )
-def test_bad_label_files_are_refused_with_the_path(tmp_path, content):
+def test_bad_label_files_are_refused_with_the_path_and_the_expected_shape(tmp_path, content, says):
     path = tmp_path / "labels.json"
     path.write_text(content)
-    with pytest.raises(LabelError, match=r"labels\.json"):
+    with pytest.raises(LabelError, match=r"labels\.json") as error:
         read_labels(path)
+    assert says in str(error.value)
+    if content != "not json":
+        assert '"visible": [[START_S, END_S], ...]' in str(error.value)
 
 
 def test_label_file_round_trip(tmp_path):

@@ -1,9 +1,12 @@
+import argparse
+import logging
+
 import cv2
 import numpy as np
 import pytest
 
-from clients.clips import write_video, write_y4m
-from clients.sources import SourceError, bgr_frames, frame_count, source_rate
+from clients.clips import VideoPathError, check_video_path, write_video, write_y4m
+from clients.sources import SourceError, bgr_frames, frame_count, frame_rate, opened, source_rate
 
 
 def frames(n=5, size=(48, 64)):
@@ -56,9 +59,69 @@ def bad_source(kind, directory):
         ("missing", "no such file"),
         ("not video", "cannot open"),
         ("empty folder", "holds no images"),
-        ("broken image", "cannot read image"),
+        ("broken image", "cannot read any of the 1 images"),
     ],
 )
 def test_unreadable_sources_fail_with_a_clear_message(tmp_path, kind, message):
     with pytest.raises(SourceError, match=message):
         list(bgr_frames(str(bad_source(kind, tmp_path))))
+
+
+@pytest.mark.parametrize("kind", ["empty folder", "broken image"])
+def test_opened_reads_the_source_now_not_at_the_first_frame(tmp_path, kind):
+    frames = bgr_frames(str(bad_source(kind, tmp_path)))  # a folder opens lazily
+    with pytest.raises(SourceError):
+        opened(frames)
+
+
+def test_opened_gives_every_frame(tmp_path):
+    path = tmp_path / "clip.mp4"
+    write_video(frames(), path, fps=10)
+    assert len(list(opened(bgr_frames(str(path))))) == 5
+
+
+def test_unreadable_images_in_a_folder_are_skipped_with_a_warning_keeping_their_time(
+    tmp_path, caplog
+):
+    for i, image in enumerate(frames(3)):
+        cv2.imwrite(str(tmp_path / f"{i:02d}.png"), image)
+    (tmp_path / "01.png").write_bytes(b"\x89PNG truncated")
+    skipped = []
+    with caplog.at_level(logging.WARNING):
+        got = list(bgr_frames(str(tmp_path), fps=4, skipped=skipped))
+    assert [t for t, _ in got] == [0.0, 0.5]
+    assert skipped == [tmp_path / "01.png"]
+    assert "skipping unreadable image" in caplog.text
+
+
+@pytest.mark.parametrize("fps", [0.0, -5.0])
+def test_a_folder_needs_a_positive_frame_rate(tmp_path, fps):
+    cv2.imwrite(str(tmp_path / "a.png"), frames(1)[0])
+    with pytest.raises(SourceError, match="frame rate must be > 0"):
+        list(bgr_frames(str(tmp_path), fps=fps))
+
+
+@pytest.mark.parametrize(
+    ("text", "fps"),
+    [("15", 15.0), ("0.5", 0.5), ("0", None), ("-5", None), ("nan", None), ("x", None)],
+)
+def test_frame_rate_option(text, fps):
+    if fps is None:
+        with pytest.raises(argparse.ArgumentTypeError):
+            frame_rate(text)
+    else:
+        assert frame_rate(text) == fps
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [("a.mp4", True), ("a.mkv", True), ("a.xyz", False), ("a.y4m", False), ("a.webm", False)],
+)
+def test_video_paths_are_checked_before_anything_is_written(tmp_path, name, ok):
+    path = tmp_path / name
+    if ok:
+        check_video_path(path)
+    else:
+        with pytest.raises(VideoPathError, match=name):
+            check_video_path(path)
+    assert not path.exists()

@@ -4,8 +4,8 @@ from functools import partial
 import pytest
 from fakes import RedSquareDetector, red_square_frame
 
-from hw_sim import DeviceProfile, DeviceSimulator
-from stream.session import FrameError, Session
+from hw_sim import DeviceProfile, DeviceSimulator, ModelSpec
+from stream.session import FrameError, Session, SessionError
 from voting import KOfNVoter
 
 
@@ -77,3 +77,40 @@ async def test_frames_arriving_while_busy_are_dropped_but_the_newest_is_kept(ses
     (frame,) = [m for m in messages if m["type"] == "frame"]
     assert frame["frame"] == 4
     assert frame["device"]["dropped"] == 4
+
+
+class BrokenVoter(KOfNVoter):
+    """Fails on every frame, as the voter does for a media time going backwards."""
+
+    def update(self, *args, **kwargs):
+        raise ValueError("media time went backwards")
+
+
+@pytest.mark.timeout(10)  # the bug this guards against was a waiter hanging forever
+@pytest.mark.parametrize(
+    "simulator",
+    [
+        DeviceSimulator(DeviceProfile("pass-through")),
+        DeviceSimulator(DeviceProfile("phone", int8_gop_s=10.0), ModelSpec("l", "int8", 10**8)),
+    ],
+    ids=["pass-through", "emulated"],
+)
+@pytest.mark.parametrize("realtime", [True, False])
+async def test_a_failure_inside_processing_ends_the_session_and_every_waiter_with_an_error(
+    messages, simulator, realtime
+):
+    async def send(message):
+        messages.append(message)
+
+    session = Session(RedSquareDetector(), BrokenVoter(), simulator, send, realtime=realtime)
+    runner = asyncio.create_task(session.run())
+    session.submit(partial(red_square_frame), 0.0)
+    session.flush()
+    with pytest.raises(SessionError, match="ValueError: media time went backwards"):
+        await session.wait_idle()
+    with pytest.raises(SessionError):
+        session.submit(partial(red_square_frame), 0.1)
+    with pytest.raises(SessionError) as failure:
+        await runner
+    assert isinstance(failure.value.__cause__, ValueError)
+    assert [(m["type"], m["code"]) for m in messages] == [("error", "internal")]

@@ -8,6 +8,7 @@ from schema import checked, receive_until
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+import stream.session
 import stream.ws_api
 from stream.images import MAX_FRAME_BYTES
 from stream.server import ADMISSION
@@ -149,3 +150,34 @@ async def test_a_message_over_max_size_closes_the_socket_with_1009(ws_url):
                 await ws.send(bytes(MAX_FRAME_BYTES + 2048))
                 await ws.recv()
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+
+
+async def test_a_failing_session_tells_the_client_and_closes_with_1011(ws_url, monkeypatch):
+    def broken(*_):
+        raise RuntimeError("a bug in processing")
+
+    monkeypatch.setattr(stream.session.Session, "_process", broken)
+    async with connect(ws_url) as ws:
+        await ws.send(json.dumps({"type": "start"}))
+        await ws.recv()
+        await ws.send(jpeg(red_square_frame()))
+        error = checked(json.loads(await ws.recv()))
+        assert (error["type"], error["code"]) == ("error", "internal")
+        with pytest.raises(ConnectionClosed) as closed:
+            await ws.recv()
+        assert closed.value.rcvd.code == 1011
+
+
+async def test_an_untimed_frame_continues_the_clients_clock(ws_url):
+    async with connect(ws_url) as ws:
+        await ws.send(json.dumps({"type": "start"}))
+        await ws.recv()
+        seen = []
+        for timestamp in (100.0, None):  # the second has none: not "before the previous"
+            if timestamp is not None:
+                await ws.send(json.dumps({"type": "timestamp", "t": timestamp}))
+            await ws.send(jpeg(red_square_frame()))
+            seen += await receive_until(ws, lambda m: m["type"] in ("frame", "error"))
+        first, second = (m for m in seen if m["type"] in ("frame", "error"))
+        assert (first["type"], second["type"]) == ("frame", "frame")
+        assert 100.0 <= first["t"] <= second["t"] < 101.0
