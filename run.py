@@ -13,6 +13,7 @@ from pathlib import Path
 from clients.bench import add_arguments as bench_arguments
 from clients.loadtest import add_arguments as loadtest_arguments
 from clients.replay import add_arguments as replay_arguments
+from clients.sources import positive_int, positive_number
 from clients.ws_client import add_arguments as client_arguments
 from detectors.objects.cli import add_arguments as targets_arguments
 from stream.admission import ServerConfig
@@ -71,9 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--cert", type=Path, help="PEM certificate for --https")
     serve.add_argument("--key", type=Path, help="PEM private key for --https")
     limits = ServerConfig()
-    serve.add_argument("--max-sessions", type=int, default=limits.max_sessions)
+    serve.add_argument("--max-sessions", type=positive_int, default=limits.max_sessions)
     serve.add_argument(
-        "--max-sessions-per-client", type=int, default=limits.max_sessions_per_client
+        "--max-sessions-per-client", type=positive_int, default=limits.max_sessions_per_client
     )
     serve.add_argument(
         "--token",
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="ORIGIN",
         help="accept session requests only from these origins (repeatable; default: any)",
     )
-    serve.add_argument("--ice-timeout", type=float, default=limits.ice_timeout_s)
+    serve.add_argument("--ice-timeout", type=positive_number, default=limits.ice_timeout_s)
     serve.add_argument(
         "--targets",
         type=Path,
@@ -126,9 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         help="a device profile (repeatable; default: all)",
     )
     add_profiles_option(eval_hw, "command_profiles")
-    eval_hw.add_argument("--clips", type=int, default=4, help="clips with 福 (and as many without)")
-    eval_hw.add_argument("--frames", type=int, default=90)
-    eval_hw.add_argument("--fps", type=float, default=30.0)
+    eval_hw.add_argument(
+        "--clips", type=positive_int, default=4, help="clips with 福 (and as many without)"
+    )
+    eval_hw.add_argument("--frames", type=positive_int, default=90)
+    eval_hw.add_argument("--fps", type=positive_number, default=30.0)
     eval_hw.add_argument("--seed", type=int, default=0)
     eval_hw.add_argument("--tier", default=None, help="force this tier on every profile")
     eval_hw.add_argument(

@@ -25,8 +25,8 @@ from clients.sources import (
     SourceError,
     bgr_frames,
     frame_count,
-    frame_rate,
     opened,
+    positive_number,
     source_rate,
     video_frames,
 )
@@ -145,7 +145,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--fps",
-        type=frame_rate,
+        type=positive_number,
         default=15.0,
         help="frame rate of image folders, > 0 (default: %(default)s)",
     )

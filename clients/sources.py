@@ -27,15 +27,26 @@ class SourceError(RuntimeError):
     """The input cannot be read as video or images."""
 
 
-def frame_rate(text: str) -> float:
-    """``--fps``: frames per second, a number > 0 (frame ``i`` of a folder is at ``i / fps``)."""
+def positive_number(text: str) -> float:
+    """An argparse type (``--fps``, timeouts): a finite number > 0."""
     try:
-        fps = float(text)
+        value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < fps < math.inf:
+    if not 0 < value < math.inf:
         raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
-    return fps
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type (counts, limits): a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
 
 
 def opened(frames: Iterator[T]) -> Iterator[T]:

@@ -22,7 +22,7 @@ import cv2
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
 
-from clients.sources import SourceError, bgr_frames, frame_rate, opened
+from clients.sources import SourceError, bgr_frames, opened, positive_number
 from detectors.core import ImageBGR
 
 DEFAULT_URL = "ws://127.0.0.1:8080/ws"
@@ -159,7 +159,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tier", default=None, help="model tier (default: the profile's choice)")
     parser.add_argument(
         "--fps",
-        type=frame_rate,
+        type=positive_number,
         default=15.0,
         help="pace of image folders, > 0 (default: %(default)s)",
     )

@@ -142,7 +142,7 @@ def serve(
         nonlocal listening
         listening = True
         for address in shown:
-            print(f"open {scheme}://{address}:{port}/", flush=True)
+            print(f"open {scheme}://{url_host(address)}:{port}/", flush=True)
         if context and not loopback:
             print(
                 "(self-signed certificate: accept the browser's warning once per device)",
@@ -168,6 +168,11 @@ def serve(
         if listening or exc.errno not in _BIND_ERRORS:
             raise
         _exit(f"cannot listen on {host}:{port}: {os.strerror(exc.errno).lower()}", status=1)
+
+
+def url_host(host: str) -> str:
+    """``host`` as a URL's authority writes it: an IPv6 literal in brackets."""
+    return f"[{host}]" if ":" in host else host
 
 
 def _check_arguments(

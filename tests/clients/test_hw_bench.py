@@ -5,6 +5,7 @@ import pytest
 from fakes import RedSquareDetector, red_square_frame
 from virtual_time import InlineExecutor, run_virtual
 
+import clients.hw_bench
 from clients.hw_bench import (
     EvalClip,
     check_pace,
@@ -16,7 +17,7 @@ from clients.hw_bench import (
     profile_rows,
     profiles_main,
 )
-from hw_sim import ModelSpec
+from hw_sim import DeviceProfile, ModelSpec
 from stream.pipelines import Pipelines
 
 SPECS = [
@@ -146,3 +147,11 @@ def _rows_from_the_cards():
     from detectors.card import list_cards
 
     return {r.profile.name: r for r in profile_rows([ModelSpec.from_card(c) for c in list_cards()])}
+
+
+def test_a_profile_slower_than_the_sustained_window_still_gets_a_row(monkeypatch):
+    # 160 s a frame: no frame starts inside the window after SUSTAINED_S
+    snail = DeviceProfile("snail", int8_gop_s=0.001, fp32_gop_s=0.001)
+    monkeypatch.setattr(clients.hw_bench, "PROFILES", {"snail": snail})
+    (row,) = profile_rows(SPECS)
+    assert row.sustained_ms >= row.cold_ms > 100_000

@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 
 from clients.clips import VideoPathError, check_video_path, write_video, write_y4m
-from clients.sources import SourceError, bgr_frames, frame_count, frame_rate, opened, source_rate
+from clients.sources import (
+    SourceError,
+    bgr_frames,
+    frame_count,
+    opened,
+    positive_int,
+    positive_number,
+    source_rate,
+)
 
 
 def frames(n=5, size=(48, 64)):
@@ -102,15 +110,28 @@ def test_a_folder_needs_a_positive_frame_rate(tmp_path, fps):
 
 
 @pytest.mark.parametrize(
-    ("text", "fps"),
-    [("15", 15.0), ("0.5", 0.5), ("0", None), ("-5", None), ("nan", None), ("x", None)],
+    ("parse", "text", "value"),
+    [
+        (positive_number, "15", 15.0),
+        (positive_number, "0.5", 0.5),
+        (positive_number, "0", None),
+        (positive_number, "-5", None),
+        (positive_number, "nan", None),
+        (positive_number, "inf", None),
+        (positive_number, "x", None),
+        (positive_int, "3", 3),
+        (positive_int, "1", 1),
+        (positive_int, "0", None),
+        (positive_int, "-2", None),
+        (positive_int, "2.5", None),
+    ],
 )
-def test_frame_rate_option(text, fps):
-    if fps is None:
+def test_positive_number_options(parse, text, value):
+    if value is None:
         with pytest.raises(argparse.ArgumentTypeError):
-            frame_rate(text)
+            parse(text)
     else:
-        assert frame_rate(text) == fps
+        assert parse(text) == value
 
 
 @pytest.mark.parametrize(

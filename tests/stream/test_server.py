@@ -12,7 +12,7 @@ from fakes import RedSquareDetector
 
 from stream.admission import ServerConfig
 from stream.pipelines import Pipelines
-from stream.server import RedactingAccessLogger, serve
+from stream.server import RedactingAccessLogger, serve, url_host
 
 
 @pytest.mark.parametrize(
@@ -104,3 +104,11 @@ def test_an_address_in_use_ends_start_up_with_one_line(
         f"run.py serve: error: cannot listen on 127.0.0.1:{unused_tcp_port}: "
         "address already in use\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("host", "shown"),
+    [("127.0.0.1", "127.0.0.1"), ("::1", "[::1]"), ("fe80::1", "[fe80::1]"), ("box", "box")],
+)
+def test_url_host_brackets_ipv6_literals(host, shown):
+    assert url_host(host) == shown
