@@ -23,8 +23,18 @@ const SPARK_POINTS = 120;
 const HISTORY_ITEMS = 8;
 const REGISTER_TIMEOUT_MS = 15000;     // registering a target: features, disk, index
 
+// The server refused the session with an HTTP status (docs/api.md, section 5) or refused its
+// options (400): retrying as it is, or over the other transport, cannot help, except for 503.
+class Refused extends Error {
+  constructor(status, reason) {
+    super(reason);
+    this.status = status;
+  }
+}
+
 const state = {
   stream: null,        // camera MediaStream
+  profiles: [],        // from /profiles: [{name, tier, default}]
   transport: null,     // {kind, close()}
   generation: 0,       // bumps on every (re)start so stale callbacks are ignored
   reconnects: 0,
@@ -36,6 +46,34 @@ const state = {
 function setStatus(text, isError = false) {
   $("status").textContent = text;
   $("status").classList.toggle("error", isError);
+}
+
+// A refusal as the user can act on it.
+function refusalText(err) {
+  if (err.status === 401) {
+    return params.has("token")
+      ? "the token was refused (401): open the page with the server's ?token=…"
+      : "this server needs a token: open the page with ?token=…";
+  }
+  if (err.status === 403) return `the server does not accept this page's origin (403): ${err.message}`;
+  if (err.status === 503) return `server busy (503): ${err.message}`;
+  return `the server refused the session (${err.status}): ${err.message}`;
+}
+
+// Everything that belongs to one session: a new one numbers its tracks from 1 again, and a
+// lost one must not leave its boxes over the live video or its numbers in the stats.
+function resetSession() {
+  state.recognized.clear();
+  state.frameTimes = [];
+  state.scores = [];
+  overlay.getContext("2d").clearRect(0, 0, overlay.width, overlay.height);
+  drawSparkline();
+  clearTimeout(showEvent.timer);
+  banner.hidden = true;
+  for (const id of ["stat-transport", "stat-tier", "stat-fps", "stat-dropped", "stat-latency"]) {
+    $(id).textContent = "–";
+  }
+  $("stats").classList.add("idle");
 }
 
 // ---- drawing -------------------------------------------------------------------------------
@@ -113,6 +151,7 @@ function onResult(msg) {
   window.scanResults.push(msg);
   if (msg.type === "frame") {
     state.reconnects = 0;
+    $("stats").classList.remove("idle");
     drawDetections(msg);
     updateStats(msg);
     setStatus(`scanning… frame ${msg.frame}, t=${msg.t.toFixed(2)} s`);
@@ -155,8 +194,8 @@ async function startWebRtc(generation, onLost) {
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify({ sdp: pc.localDescription.sdp, type: "offer", ...sessionOptions() }),
   });
-  const answer = await response.json();
-  if (!response.ok) { pc.close(); throw new Error(answer.error || response.statusText); }
+  const answer = await response.json().catch(() => ({}));
+  if (!response.ok) { pc.close(); throw new Refused(response.status, answer.error || response.statusText); }
   await pc.setRemoteDescription(answer);
   await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error("WebRTC did not connect")), WEBRTC_CONNECT_MS);
@@ -180,10 +219,18 @@ function startWebsocket(generation, onLost) {
     const grab = document.createElement("canvas");
     let timer = null;
     let opened = false;
+    let refused = false;
     const transport = { kind: "websocket", close: () => { clearInterval(timer); ws.close(); } };
     ws.onopen = () => ws.send(JSON.stringify({ type: "start", ...sessionOptions() }));
     ws.onmessage = (e) => {
       const msg = JSON.parse(e.data);
+      if (refused) return;
+      if (msg.type === "error" && !opened) {  // the start message was refused
+        refused = true;  // the close that follows is not a loss
+        ws.close();
+        reject(new Refused(400, `${msg.code}: ${msg.message}`));
+        return;
+      }
       if (msg.type === "ready" && !opened) {
         opened = true;
         timer = setInterval(() => sendFrame(ws, grab), 1000 / WS_SEND_FPS);
@@ -193,9 +240,25 @@ function startWebsocket(generation, onLost) {
     };
     ws.onclose = () => {
       clearInterval(timer);
-      if (!opened) reject(new Error("websocket closed")); else onLost();
+      if (refused) return;
+      if (!opened) refusalOf("/ws").then(reject); else onLost();
     };
   });
+}
+
+// A browser does not show why a websocket upgrade failed. Ask the guard (token, origin) with
+// an empty offer: it answers 401/403 before it looks at the body, else 400, and takes no slot.
+async function refusalOf(path) {
+  try {
+    const response = await fetch(withToken("/offer"), { method: "POST", body: "{}" });
+    if (response.status === 401 || response.status === 403) {
+      const body = await response.json().catch(() => ({}));
+      return new Refused(response.status, body.error || response.statusText);
+    }
+  } catch {
+    // the server is unreachable: an ordinary loss
+  }
+  return new Error(`${path} closed before the session started`);
 }
 
 function sendFrame(ws, grab) {
@@ -212,13 +275,27 @@ async function connect() {
   const generation = ++state.generation;
   state.transport?.close();
   state.transport = null;
+  resetSession();
   let lost = false;  // several signals (channel close, state change) report one loss
+  const retry = (why) => {
+    const delay = RECONNECT_MS[Math.min(state.reconnects++, RECONNECT_MS.length - 1)];
+    setStatus(`${why}; reconnecting in ${delay / 1000} s…`, true);
+    setTimeout(() => { if (generation === state.generation) connect(); }, delay);
+  };
   const onLost = () => {
     if (lost || generation !== state.generation) return;
     lost = true;
-    const delay = RECONNECT_MS[Math.min(state.reconnects++, RECONNECT_MS.length - 1)];
-    setStatus(`connection lost; reconnecting in ${delay / 1000} s…`, true);
-    setTimeout(() => { if (generation === state.generation) connect(); }, delay);
+    resetSession();
+    retry("connection lost");
+  };
+  // Refused: 503 (full) can clear, so back off and retry; 400/401/403 cannot, so stop.
+  const onRefused = (err) => {
+    if (generation !== state.generation) return;
+    lost = true;
+    resetSession();
+    if (err.status === 503) { retry(refusalText(err)); return; }
+    setStatus(refusalText(err), true);
+    $("start").disabled = false;  // "Start camera" tries again (e.g. after fixing the URL)
   };
   const forced = params.get("transport");
   setStatus("connecting…");
@@ -227,21 +304,42 @@ async function connect() {
     state.transport = await startWebRtc(generation, onLost);
   } catch (err) {
     if (generation !== state.generation) return;
+    if (err instanceof Refused) { onRefused(err); return; }  // the websocket would be refused too
     console.warn(`WebRTC unavailable (${err.message}); using the websocket`);
     try {
       state.transport = await startWebsocket(generation, onLost);
     } catch (wsErr) {
-      onLost();
+      if (wsErr instanceof Refused) onRefused(wsErr); else onLost();
       return;
     }
   }
   if (generation !== state.generation) { state.transport.close(); return; }
   $("stat-transport").textContent = state.transport.kind;
+  if ($("stat-tier").textContent === "–") {  // WebRTC sends no "ready": the chosen profile's tier
+    const chosen = sessionOptions().profile;
+    const p = state.profiles.find((x) => (chosen ? x.name === chosen : x.default));
+    if (p) $("stat-tier").textContent = `${p.name} / ${p.tier}`;
+  }
   setStatus(`connected over ${state.transport.kind}, scanning…`);
+}
+
+// Closes the session and lets the camera go.
+function stop() {
+  state.generation++;
+  state.transport?.close();
+  state.transport = null;
+  for (const track of state.stream?.getTracks() ?? []) track.stop();
+  state.stream = null;
+  video.srcObject = null;
+  resetSession();
+  $("start").disabled = false;
+  $("stop").disabled = true;
+  setStatus("stopped. Press “Start camera” to scan again.");
 }
 
 async function start() {
   $("start").disabled = true;
+  if (state.stream) { await connect(); return; }  // after a refusal: the camera is still on
   try {
     state.stream = await navigator.mediaDevices.getUserMedia({
       video: { width: { ideal: 640 }, height: { ideal: 480 }, facingMode: "environment" },
@@ -255,6 +353,7 @@ async function start() {
     return;
   }
   video.srcObject = state.stream;
+  $("stop").disabled = false;
   await connect();
 }
 
@@ -262,6 +361,7 @@ async function loadProfiles() {
   const select = $("profile");
   try {
     const profiles = await (await fetch("/profiles")).json();
+    state.profiles = profiles;
     for (const p of profiles) {
       const option = document.createElement("option");
       option.value = p.name;
@@ -322,5 +422,11 @@ function sendTargetPhoto(name, photo) {
 // Switching device class starts a new session with the new profile.
 $("profile").addEventListener("change", () => { if (state.stream) connect(); });
 $("start").addEventListener("click", start);
+$("stop").addEventListener("click", stop);
+// A closed or navigated-away tab gives its server slot back now, not after an ICE timeout.
+window.addEventListener("pagehide", () => {
+  state.generation++;
+  state.transport?.close();
+});
 $("register").addEventListener("click", registerTarget);
 loadProfiles().then(() => { if (params.has("autostart")) start(); });

@@ -140,10 +140,150 @@ def test_the_page_reconnects_when_the_server_comes_back(tmp_path):
                 "document.querySelector('#status').textContent.includes('reconnecting')",
                 timeout=30_000,
             )
+            # Nothing of the lost session stays: no frozen boxes, no stale numbers.
+            assert overlay_is_blank(page)
+            for stat in ("#stat-transport", "#stat-tier", "#stat-fps", "#stat-latency"):
+                assert page.text_content(stat) == "–"
             server = start_server(port=server.port)
             wait_for(page, lambda r: len(frames(r[before:])) >= 3, limit_s=60)
     finally:
         stop_server(server)
+
+
+def overlay_is_blank(page: Page) -> bool:
+    return page.evaluate(
+        """(() => { const c = document.querySelector('#overlay');
+        if (!c.width || !c.height) return true;
+        const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        return px.every((v, i) => i % 4 !== 3 || v === 0); })()"""
+    )
+
+
+def wait_for_status(page: Page, text: str, timeout_ms: float = 30_000) -> str:
+    page.wait_for_function(
+        f"document.querySelector('#status').textContent.includes({text!r})", timeout=timeout_ms
+    )
+    return page.text_content("#status")
+
+
+def session_requests(page: Page) -> list[str]:
+    """Paths of the session requests (POST /offer, /ws) the page makes from now on."""
+    seen: list[str] = []
+    page.on(
+        "request", lambda r: seen.append(r.url) if "/offer" in r.url or "/ws" in r.url else None
+    )
+    return seen
+
+
+def test_a_server_that_wants_a_token_says_so_and_stops_asking(tmp_path):
+    clip = clip_file(tmp_path, "empty", seed=1)
+    targets = str(tmp_path / "targets")
+    with (
+        local_server("--host", "127.0.0.1", "--targets", targets, "--token", "s3cret") as server,
+        demo_page(server.url + "/?autostart", clip) as page,
+    ):
+        requests = session_requests(page)
+        wait_for_status(page, "this server needs a token: open the page with ?token=")
+        page.wait_for_timeout(2500)  # a retry would have come by now
+        assert "reconnecting" not in page.text_content("#status")
+        assert len(requests) <= 1  # the one refused offer; no websocket fallback, no loop
+        assert page.is_enabled("#start")
+
+        page.goto(server.url + "/?autostart&token=wrong")
+        wait_for_status(page, "the token was refused")
+        page.goto(server.url + "/?autostart&transport=ws")  # the websocket's refusal too
+        wait_for_status(page, "this server needs a token")
+        page.goto(server.url + "/?autostart&token=s3cret")
+        wait_for(page, lambda r: len(frames(r)) >= 1)
+
+
+def test_a_full_server_says_so_and_a_waiting_tab_gets_in_when_the_other_closes(tmp_path):
+    clip = clip_file(tmp_path, "empty", seed=1)
+    targets = str(tmp_path / "targets")
+    with (
+        local_server("--host", "127.0.0.1", "--targets", targets, "--max-sessions", "1") as server,
+        demo_page(server.url + "/?autostart", clip) as first,
+    ):
+        wait_for(first, lambda r: len(frames(r)) >= 2)
+        second = first.context.browser.new_page()  # another tab
+        second.goto(server.url + "/?autostart")
+        status = wait_for_status(second, "server full")
+        assert "reconnecting" in status  # 503 can clear: it keeps trying
+        first.close()  # pagehide closes the peer: the slot is free at once, not after ICE gives up
+        wait_for(second, lambda r: len(frames(r)) >= 1, limit_s=20)
+
+
+def test_a_new_session_forgets_the_tracks_recognized_in_the_last_one(live_server, tmp_path):
+    with demo_page(live_server + "/?autostart", clip_file(tmp_path, "fu", seed=7)) as page:
+        wait_for(page, recognized)
+        assert page.evaluate("state.recognized.size") > 0
+        # The new session numbers its tracks from 1 again: its #1 is not recognized yet.
+        left = page.evaluate(
+            """(() => { const s = document.querySelector('#profile');
+            s.value = [...s.options].map((o) => o.value).find((v) => v !== s.value);
+            s.dispatchEvent(new Event('change'));
+            return state.recognized.size; })()"""
+        )
+        assert left == 0
+        assert overlay_is_blank(page)
+
+
+def test_a_refused_profile_is_shown_and_not_retried_over_the_websocket(live_server, tmp_path):
+    add_bogus = """(() => { const o = document.createElement('option');
+        o.value = o.textContent = 'bogus'; document.querySelector('#profile').append(o);
+        document.querySelector('#profile').value = 'bogus'; })()"""
+    clip = clip_file(tmp_path, "empty", seed=1)
+    with demo_page(live_server + "/", clip) as page:
+        requests = session_requests(page)
+        page.wait_for_function("document.querySelector('#profile').options.length > 0")
+        page.evaluate(add_bogus)
+        page.click("#start")
+        status = wait_for_status(page, "(400)")
+        assert "bogus" in status
+        page.wait_for_timeout(1500)
+        assert [u for u in requests if "/ws" in u] == []  # no fallback
+        assert page.text_content("#stat-transport") == "–"
+        assert page.is_enabled("#start")
+
+        page.goto(live_server + "/?transport=ws")  # the websocket's own refusal of the option
+        page.wait_for_function("document.querySelector('#profile').options.length > 0")
+        page.evaluate(add_bogus)
+        page.click("#start")
+        wait_for_status(page, "(400)")
+        assert page.text_content("#stat-transport") == "–"
+
+
+def test_the_banner_stays_one_line_on_a_phone(live_server, tmp_path):
+    def phone(page: Page) -> None:
+        page.set_viewport_size({"width": 390, "height": 844})
+
+    with demo_page(live_server + "/", clip_file(tmp_path, "empty", seed=1), phone) as page:
+        page.evaluate("document.querySelector('#banner').hidden = false")
+        banner = page.locator("#banner").bounding_box()
+        stage = page.locator("#stage").bounding_box()
+        line = page.evaluate("parseFloat(getComputedStyle(banner).fontSize)")
+        assert banner["height"] < 2 * line  # one line
+        assert (
+            banner["x"] >= stage["x"]
+            and banner["x"] + banner["width"] <= stage["x"] + stage["width"]
+        )
+        assert banner["height"] < stage["height"] / 5
+
+
+def test_stop_camera_ends_the_session_and_start_begins_a_new_one(live_server, tmp_path):
+    with demo_page(live_server + "/?autostart", clip_file(tmp_path, "empty", seed=1)) as page:
+        wait_for(page, lambda r: len(frames(r)) >= 2)
+        assert page.is_disabled("#start")
+        page.click("#stop")
+        assert page.is_enabled("#start") and page.is_disabled("#stop")
+        assert page.evaluate("video.srcObject === null")
+        assert page.text_content("#stat-transport") == "–"
+        before = len(page.evaluate("window.scanResults"))
+        page.wait_for_timeout(500)
+        settled = len(page.evaluate("window.scanResults"))
+        page.click("#start")
+        wait_for(page, lambda r: len(frames(r[settled:])) >= 2)
+        assert settled - before <= 1  # at most a frame in flight when stopped
 
 
 def cover_clip(tmp_path: Path) -> Path:
