@@ -301,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{args.scenes} look-alike-only training-split frames fire: {command}",
             )
         cards = [read_card(card.path) for card in cards]
+        # The picks are written, not only printed: say so, since these may be the shipped cards.
+        print(f"(thresholds written into {len(cards)} card(s) in {args.models_dir})")
     results = evaluate(cards, args.scenes, args.latency_runs, args.cut_look_alikes)
     print(format_table(cards, results))
     if args.write_cards:

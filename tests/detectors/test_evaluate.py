@@ -70,6 +70,7 @@ def test_eval_model_prints_a_row_per_model_and_writes_picked_thresholds(
     assert evaluate.main([*argv, "--pick-thresholds", "0.5", "--write-cards"]) == 0
     out = capsys.readouterr().out
     assert "fu_s.int8" in out and "AP50" in out
+    assert f"thresholds written into 1 card(s) in {tmp_path}" in out
     card = read_card(tmp_path / "fu_s.int8.json")
     assert card.threshold in evaluate.THRESHOLD_GRID
     raw = json.loads(card.path.read_text(encoding="utf-8"))
