@@ -20,7 +20,7 @@ from aiohttp import web
 from aiohttp.web_log import AccessLogger
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from detectors.objects import TargetRegistry, default_dir
+from detectors.objects import TargetError, TargetRegistry, default_dir
 from hw_sim import PROFILES, get_profile
 from stream.admission import Admission, ServerConfig, guard_middleware
 from stream.pipelines import Pipelines, SessionOptions
@@ -132,7 +132,10 @@ def serve(
             context = server_context(cert, key)
         except OSError as exc:  # a missing file, or one that is not PEM (ssl.SSLError)
             _exit(f"--cert {cert} / --key {key}: {exc}")
-    registry = TargetRegistry.open(targets or default_dir())
+    try:
+        registry = TargetRegistry.open(targets or default_dir())
+    except TargetError as exc:
+        _exit(f"--targets: {exc}")
     app = build_app(Pipelines.from_models(precision, targets=registry), config)
     scheme = "https" if context else "http"
     shown = [host] if host not in ("0.0.0.0", "::") else ["127.0.0.1", *lan_addresses()]

@@ -9,6 +9,7 @@ target from its next frame on.
 from __future__ import annotations
 
 import asyncio
+import logging
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,8 @@ from detectors.objects import TargetError, TargetRegistry
 from detectors.objects.store import check_name
 from stream.images import check_image, decode_image
 from stream.session import FrameError, Message
+
+log = logging.getLogger(__name__)
 
 TARGET_MESSAGES = frozenset({"register_target", "list_targets", "remove_target"})
 
@@ -93,3 +96,6 @@ class TargetMessages:
             return await asyncio.get_running_loop().run_in_executor(self.executor, call, *args)
         except TargetError as exc:
             raise FrameError(exc.code, str(exc)) from None
+        except OSError as exc:  # the folder: permissions, a full disk
+            log.exception("cannot write the targets folder")
+            raise FrameError("store_failed", f"targets folder: {exc.strerror}") from None

@@ -48,13 +48,6 @@ def add_folder_option(parser: argparse.ArgumentParser, default: str | None) -> N
     )
 
 
-def check_folder(folder: Path) -> None:
-    """Raises TargetError ``bad_folder`` when ``folder`` is a file or lies under one."""
-    existing = next(p for p in (folder, *folder.parents) if p.exists())
-    if not existing.is_dir():
-        raise TargetError("bad_folder", f"{existing} is a file, not a targets folder")
-
-
 def read_image(path: Path) -> ImageBGR:
     """Raises TargetError ``bad_image`` when ``path`` is not a readable image."""
     data = np.fromfile(str(path), np.uint8) if path.is_file() else np.zeros(0, np.uint8)
@@ -68,7 +61,6 @@ def targets_main(args: argparse.Namespace) -> int:
     """Exit status 2 for bad input (as argparse), 1 when the folder cannot be used."""
     folder = args.targets or default_dir()
     try:
-        check_folder(folder)
         registry = TargetRegistry.open(folder)
         if args.action == "add":
             info = registry.add(args.name, [read_image(p) for p in args.images], args.replace)

@@ -86,6 +86,10 @@ class TargetStore:
     """Reads and writes the targets folder. Not thread-safe: the registry serialises writes."""
 
     def __init__(self, root: Path) -> None:
+        """Raises TargetError ``bad_folder`` when ``root`` is a file or lies under one."""
+        existing = next(p for p in (root, *root.absolute().parents) if p.exists())
+        if not existing.is_dir():
+            raise TargetError("bad_folder", f"{existing} is a file, not a targets folder")
         self.root = root
 
     def load_all(self) -> list[StoredTarget]:

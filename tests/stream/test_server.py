@@ -112,3 +112,15 @@ def test_an_address_in_use_ends_start_up_with_one_line(
 )
 def test_url_host_brackets_ipv6_literals(host, shown):
     assert url_host(host) == shown
+
+
+def test_a_file_as_targets_folder_ends_start_up_with_one_line(started, capsys, tmp_path):
+    file = tmp_path / "targets.txt"
+    file.write_text("not a folder")
+    with pytest.raises(SystemExit) as exited:
+        serve("127.0.0.1", 8080, ServerConfig(), targets=file)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        f"run.py serve: error: --targets: {file} is a file, not a targets folder\n"
+    )
+    assert not started

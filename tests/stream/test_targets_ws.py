@@ -1,6 +1,7 @@
 """Scan targets over the websocket API: register, recognise in a session, list, remove, refusals."""
 
 import asyncio
+import errno
 import json
 
 import numpy as np
@@ -12,6 +13,7 @@ from schema import CLIENT_MESSAGE, checked, receive_until
 from websockets.asyncio.client import connect
 
 from detectors.objects import TargetRegistry
+from detectors.objects.store import TargetStore
 from stream.pipelines import Pipelines
 from stream.server import build_app
 
@@ -116,3 +118,14 @@ async def test_a_server_without_targets_says_so(fake_server):
     async with connect(f"ws://127.0.0.1:{fake_server.port}/ws") as ws:
         error = await request(ws, {"type": "list_targets"})
         assert error["code"] == "targets_disabled"
+
+
+async def test_a_targets_folder_that_cannot_be_written_is_a_coded_error(targets_url, monkeypatch):
+    def full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(TargetStore, "save", full)
+    async with connect(targets_url) as ws:
+        reply = await request(ws, {"type": "register_target", "name": "cup"}, covers()[0].image)
+        assert (reply["type"], reply["code"]) == ("error", "store_failed")
+        assert (await request(ws, {"type": "list_targets"}))["targets"] == []  # still usable
