@@ -14,7 +14,7 @@ from object_scenes import covers, frame_with
 from playwright.sync_api import Page, sync_playwright
 
 from clients.clips import write_y4m
-from clients.local_server import local_server, start_server, stop_server
+from clients.local_server import LocalServer, local_server, start_server, stop_server
 from detectors.synth.scenes import make_clip
 
 pytestmark = pytest.mark.browser
@@ -22,6 +22,11 @@ pytestmark = pytest.mark.browser
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CLIP_FPS = 15
 Results = list[dict]
+
+
+def own_server(tmp_path: Path, *flags: str) -> contextlib.AbstractContextManager[LocalServer]:
+    """A loopback ``run.py serve`` of a test's own, with ``flags`` and an empty targets folder."""
+    return local_server("--host", "127.0.0.1", "--targets", str(tmp_path / "targets"), *flags)
 
 
 def clip_file(tmp_path: Path, content: str, seed: int) -> Path:
@@ -177,9 +182,8 @@ def session_requests(page: Page) -> list[str]:
 
 def test_a_server_that_wants_a_token_says_so_and_stops_asking(tmp_path):
     clip = clip_file(tmp_path, "empty", seed=1)
-    targets = str(tmp_path / "targets")
     with (
-        local_server("--host", "127.0.0.1", "--targets", targets, "--token", "s3cret") as server,
+        own_server(tmp_path, "--token", "s3cret") as server,
         demo_page(server.url + "/?autostart", clip) as page,
     ):
         requests = session_requests(page)
@@ -199,9 +203,8 @@ def test_a_server_that_wants_a_token_says_so_and_stops_asking(tmp_path):
 
 def test_a_full_server_says_so_and_a_waiting_tab_gets_in_when_the_other_closes(tmp_path):
     clip = clip_file(tmp_path, "empty", seed=1)
-    targets = str(tmp_path / "targets")
     with (
-        local_server("--host", "127.0.0.1", "--targets", targets, "--max-sessions", "1") as server,
+        own_server(tmp_path, "--max-sessions", "1") as server,
         demo_page(server.url + "/?autostart", clip) as first,
     ):
         wait_for(first, lambda r: len(frames(r)) >= 2)
@@ -300,7 +303,7 @@ def cover_clip(tmp_path: Path) -> Path:
 def test_a_snapped_target_is_registered_and_then_recognized_in_the_stream(tmp_path):
     name = "test cover"
     with (
-        local_server("--host", "127.0.0.1", "--targets", str(tmp_path / "targets")) as server,
+        own_server(tmp_path) as server,
         demo_page(server.url + "/?autostart", cover_clip(tmp_path)) as page,
     ):
         wait_for(page, lambda r: len(frames(r)) >= 2)  # the camera plays
