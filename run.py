@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 from clients.bench import add_arguments as bench_arguments
+from clients.cli_types import positive_int, positive_number
 from clients.loadtest import add_arguments as loadtest_arguments
 from clients.replay import add_arguments as replay_arguments
-from clients.sources import positive_int, positive_number
 from clients.ws_client import add_arguments as client_arguments
 from detectors.objects.cli import add_arguments as targets_arguments
 from stream.admission import ServerConfig

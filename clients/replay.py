@@ -18,6 +18,7 @@ import numpy as np
 from tqdm import tqdm
 
 from clients.annotate import annotate
+from clients.cli_types import positive_number
 from clients.clips import VideoPathError, check_video_path
 from clients.labels import LabelError, ReplayScore, read_labels, score_replay
 from clients.report import ClipResult, write_report
@@ -26,7 +27,6 @@ from clients.sources import (
     bgr_frames,
     frame_count,
     opened,
-    positive_number,
     source_rate,
     video_frames,
 )

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import logging
-import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -25,28 +23,6 @@ T = TypeVar("T")
 
 class SourceError(RuntimeError):
     """The input cannot be read as video or images."""
-
-
-def positive_number(text: str) -> float:
-    """An argparse type (``--fps``, timeouts): a finite number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    """An argparse type (counts, limits): a whole number >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
-    return value
 
 
 def opened(frames: Iterator[T]) -> Iterator[T]:

@@ -22,7 +22,8 @@ import cv2
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
 
-from clients.sources import SourceError, bgr_frames, opened, positive_number
+from clients.cli_types import positive_number
+from clients.sources import SourceError, bgr_frames, opened
 from detectors.core import ImageBGR
 
 DEFAULT_URL = "ws://127.0.0.1:8080/ws"

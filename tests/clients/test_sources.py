@@ -1,4 +1,3 @@
-import argparse
 import logging
 
 import cv2
@@ -11,8 +10,6 @@ from clients.sources import (
     bgr_frames,
     frame_count,
     opened,
-    positive_int,
-    positive_number,
     source_rate,
 )
 
@@ -107,31 +104,6 @@ def test_a_folder_needs_a_positive_frame_rate(tmp_path, fps):
     cv2.imwrite(str(tmp_path / "a.png"), frames(1)[0])
     with pytest.raises(SourceError, match="frame rate must be > 0"):
         list(bgr_frames(str(tmp_path), fps=fps))
-
-
-@pytest.mark.parametrize(
-    ("parse", "text", "value"),
-    [
-        (positive_number, "15", 15.0),
-        (positive_number, "0.5", 0.5),
-        (positive_number, "0", None),
-        (positive_number, "-5", None),
-        (positive_number, "nan", None),
-        (positive_number, "inf", None),
-        (positive_number, "x", None),
-        (positive_int, "3", 3),
-        (positive_int, "1", 1),
-        (positive_int, "0", None),
-        (positive_int, "-2", None),
-        (positive_int, "2.5", None),
-    ],
-)
-def test_positive_number_options(parse, text, value):
-    if value is None:
-        with pytest.raises(argparse.ArgumentTypeError):
-            parse(text)
-    else:
-        assert parse(text) == value
 
 
 @pytest.mark.parametrize(
