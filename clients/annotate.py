@@ -75,6 +75,16 @@ def annotated_frames(
         yield canvas
 
 
-def annotate(source: str, messages: Sequence[dict[str, Any]], out: Path, fps: float) -> None:
-    """Re-read ``source`` (no frames are held in memory) and write the annotated video."""
-    write_video(annotated_frames(bgr_frames(source, fps), messages), out, fps)
+def annotate(
+    source: str,
+    messages: Sequence[dict[str, Any]],
+    out: Path,
+    fps: float,
+    skipped: list[Path],
+) -> None:
+    """Re-read ``source`` (no frames are held in memory) and write the annotated video.
+
+    ``skipped``: the images of a folder the replay found unreadable, not read (nor warned
+    about) again.
+    """
+    write_video(annotated_frames(bgr_frames(source, fps, skipped), messages), out, fps)

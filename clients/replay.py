@@ -10,7 +10,7 @@ import contextlib
 import functools
 import json
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sized
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -20,7 +20,7 @@ from tqdm import tqdm
 from clients.annotate import annotate
 from clients.cli_types import positive_number
 from clients.clips import VideoPathError, check_video_path
-from clients.labels import LabelError, ReplayScore, read_labels, score_replay
+from clients.labels import ClipLabels, LabelError, ReplayScore, read_labels, score_replay
 from clients.report import ClipResult, write_report
 from clients.sources import (
     SourceError,
@@ -82,9 +82,16 @@ def open_source(source: str, fps: float, skipped: list[Path]) -> Iterator[Frame]
     return opened(frames)
 
 
-async def timed_frames(frames: Iterator[Frame], progress: tqdm) -> TimedFrames:
-    """``frames`` read off the event loop (decoding a video blocks)."""
-    while (item := await asyncio.to_thread(next, frames, None)) is not None:
+async def timed_frames(frames: Iterator[Frame], progress: tqdm, skipped: Sized) -> TimedFrames:
+    """``frames`` read off the event loop (decoding a video blocks). The progress bar's total
+    (the files of a folder) loses each image in ``skipped``: they show up only as read."""
+    files = progress.total
+    while True:
+        item = await asyncio.to_thread(next, frames, None)
+        if files is not None:
+            progress.total = files - len(skipped)
+        if item is None:
+            return
         progress.update()
         yield item
 
@@ -93,12 +100,16 @@ async def replay_source(
     pipelines: Pipelines,
     source: str,
     frames: Iterator[Frame],
+    skipped: Sized,
     options: SessionOptions,
     fast: bool,
     tag: bool,
     out: TextIO,
 ) -> list[dict[str, Any]]:
-    """One opened source through one session; returns its messages (also written to ``out``)."""
+    """One opened source through one session; returns its messages (also written to ``out``).
+
+    ``skipped``: the unreadable images of this source, as :func:`open_source` finds them.
+    """
     messages: list[dict[str, Any]] = []
 
     async def send(message: Message) -> None:
@@ -111,7 +122,7 @@ async def replay_source(
     with tqdm(
         total=frame_count(source), desc=Path(source).name, unit="frame", disable=None, leave=False
     ) as progress:
-        await feed(session, timed_frames(frames, progress), realtime=not fast)
+        await feed(session, timed_frames(frames, progress, skipped), realtime=not fast)
     return messages
 
 
@@ -215,35 +226,62 @@ def check_arguments(args: argparse.Namespace) -> SessionOptions:
     )
 
 
+def labels_of_sources(path: Path, sources: list[str]) -> dict[str, ClipLabels]:
+    """The label file at ``path``, which must label at least one of ``sources``: a run with
+    no labelled clip has nothing to score (the others are named once the run is over).
+
+    Raises:
+        LabelError: the file is malformed.
+        ArgumentProblem: it labels none of ``sources``.
+    """
+    labels = read_labels(path)
+    names = [Path(source).name for source in sources]
+    if not labels.keys() & set(names):
+        raise ArgumentProblem(
+            f"--labels {path} has no labels for any source: {', '.join(names)} "
+            "(its entries are keyed by file name)"
+        )
+    return labels
+
+
 async def replay_all(
     args: argparse.Namespace, options: SessionOptions, output: Callable[[], TextIO]
-) -> tuple[list[ClipResult], int]:
-    """Every source, in order; the results and the count of unreadable images skipped.
+) -> tuple[list[ClipResult], list[Path]]:
+    """Every source, in order; the results and the unreadable images skipped.
 
     ``output`` opens the JSON Lines output: it is called only once the first
     source opened, so that a source that cannot be read leaves no file behind.
     """
-    labels = read_labels(args.labels) if args.labels else {}
+    labels = labels_of_sources(args.labels, args.sources) if args.labels else {}
     pipelines = Pipelines.from_models()
     results = []
     skipped: list[Path] = []
     try:
         pipelines.simulator_for(options)  # an unknown tier, before any source or output opens
         for source in args.sources:
-            frames = await asyncio.to_thread(open_source, source, args.fps, skipped)
+            unreadable: list[Path] = []
+            frames = await asyncio.to_thread(open_source, source, args.fps, unreadable)
             out = output()
             try:
                 messages = await replay_source(
-                    pipelines, source, frames, options, args.fast, len(args.sources) > 1, out
+                    pipelines,
+                    source,
+                    frames,
+                    unreadable,
+                    options,
+                    args.fast,
+                    len(args.sources) > 1,
+                    out,
                 )
             finally:
                 out.flush()
+            skipped += unreadable
             truth = labels.get(Path(source).name)
             score = score_replay(messages, truth) if truth else None
             results.append(ClipResult(source, messages, truth, score))
     finally:
         pipelines.shutdown()
-    return results, len(skipped)
+    return results, skipped
 
 
 def replay_main(args: argparse.Namespace) -> int:
@@ -276,10 +314,11 @@ def replay_main(args: argparse.Namespace) -> int:
         if missing:
             print(f"no labels for: {', '.join(missing)}", file=sys.stderr)
     if skipped:
-        print(f"skipped {skipped} unreadable image(s)", file=sys.stderr)
+        print(f"skipped {len(skipped)} unreadable image(s)", file=sys.stderr)
     if args.report:
         write_report(args.report, results, total)
     if args.annotate:
         source = args.sources[0]
-        annotate(source, results[0].messages, args.annotate, source_rate(source, args.fps))
+        rate = source_rate(source, args.fps)
+        annotate(source, results[0].messages, args.annotate, rate, skipped)
     return 0

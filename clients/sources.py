@@ -61,7 +61,8 @@ def folder_frames(
     """The images of a folder in name order, as frames ``1/fps`` apart.
 
     An unreadable image is skipped with a warning (and appended to ``skipped``);
-    its time stays a gap, as for a dropped frame.
+    its time stays a gap, as for a dropped frame. One already in ``skipped`` (found by an
+    earlier pass over the folder) is skipped without reading it or warning again.
 
     Raises:
         SourceError: ``fps`` is not > 0, or the folder holds no readable image.
@@ -71,8 +72,11 @@ def folder_frames(
     files = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not files:
         raise SourceError(f"{path} holds no images ({', '.join(sorted(IMAGE_SUFFIXES))})")
+    known_unreadable = set(skipped or ())
     readable = 0
     for index, file in enumerate(files):
+        if file in known_unreadable:
+            continue
         image = cv2.imread(str(file), cv2.IMREAD_COLOR)
         if image is None:
             log.warning("skipping unreadable image %s", file)

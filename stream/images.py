@@ -91,9 +91,12 @@ def check_pixels(width: int, height: int, limit: int = MAX_PIXELS) -> None:
     """Refuse an image by its size alone, before its pixels exist.
 
     Raises:
-        FrameError: ``too_many_pixels`` when the image is empty or over ``limit`` pixels.
+        FrameError: ``bad_image`` when a side is 0 (a malformed header, not a large image);
+            ``too_many_pixels`` when it has over ``limit`` pixels.
     """
-    if width <= 0 or height <= 0 or width * height > limit:
+    if width <= 0 or height <= 0:
+        raise FrameError("bad_image", f"image is {width}x{height}: it has no pixels")
+    if width * height > limit:
         raise FrameError(
             "too_many_pixels", f"image is {width}x{height}; the limit is {limit} pixels"
         )

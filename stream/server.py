@@ -139,13 +139,17 @@ def serve(
     app = build_app(Pipelines.from_models(precision, targets=registry), config)
     scheme = "https" if context else "http"
     shown = [host] if host not in ("0.0.0.0", "::") else ["127.0.0.1", *lan_addresses()]
-    listening = False
+    try:
+        sockets = listen(host, port)
+    except OSError as exc:
+        if exc.errno not in _BIND_ERRORS:
+            raise
+        _exit(f"cannot listen on {host}:{port}: {os.strerror(exc.errno).lower()}", status=1)
+    bound_port = sockets[0].getsockname()[1]  # the OS's choice for --port 0
 
-    def announce(*_: object) -> None:  # run_app calls it once every address is bound
-        nonlocal listening
-        listening = True
+    def announce(*_: object) -> None:  # run_app calls it once the sockets accept
         for address in shown:
-            print(f"open {scheme}://{url_host(address)}:{port}/", flush=True)
+            print(f"open {scheme}://{url_host(address)}:{bound_port}/", flush=True)
         if context and not loopback:
             print(
                 "(self-signed certificate: accept the browser's warning once per device)",
@@ -156,21 +160,35 @@ def serve(
     # uvloop: aiortc handles every RTP packet in the event loop, and uvloop's cheaper
     # socket and callback handling cut the loop's CPU per WebRTC frame by 12-19%
     # (docs/benchmarks.md).
+    web.run_app(
+        app,
+        sock=sockets,
+        ssl_context=context,
+        print=announce,
+        access_log_class=RedactingAccessLogger,
+        shutdown_timeout=5.0,
+        loop=uvloop.new_event_loop(),
+    )
+
+
+def listen(host: str, port: int) -> list[socket.socket]:
+    """Listening sockets on every address of ``host``, bound as uvloop's ``create_server``
+    binds them (address reuse, IPv6 only on IPv6 sockets), but all on one port: ``port``, or
+    for 0 the one the OS chose for the first, so that one URL per address names it.
+
+    Raises:
+        OSError: an address cannot be bound (in use, not this machine's, not allowed).
+    """
+    sockets: list[socket.socket] = []
     try:
-        web.run_app(
-            app,
-            host=host,
-            port=port,
-            ssl_context=context,
-            print=announce,
-            access_log_class=RedactingAccessLogger,
-            shutdown_timeout=5.0,
-            loop=uvloop.new_event_loop(),
-        )
-    except OSError as exc:
-        if listening or exc.errno not in _BIND_ERRORS:
-            raise
-        _exit(f"cannot listen on {host}:{port}: {os.strerror(exc.errno).lower()}", status=1)
+        for family, *_, address in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+            sockets.append(socket.create_server((address[0], port, *address[2:]), family=family))
+            port = sockets[0].getsockname()[1]
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
 
 
 def url_host(host: str) -> str:

@@ -2,7 +2,8 @@
 
 Results come back on the same socket as the result messages of DESIGN.md. Every
 bad message gets an ``error`` message with a stable code and the session stays
-usable; only transport-level violations (oversized message) close the socket.
+usable; only transport-level violations (an oversized message, text that is not UTF-8)
+close the socket.
 """
 
 from __future__ import annotations

@@ -1,15 +1,19 @@
 """The replay tool in-process, on a red-square detector instead of the shipped models."""
 
 import argparse
+import io
 import json
 import logging
+from pathlib import Path
 
 import cv2
 import pytest
 from fakes import RedSquareDetector, red_square_frame
+from tqdm import tqdm
 
 import clients.replay
 from clients.replay import add_arguments, replay_main
+from clients.sources import bgr_frames
 from stream.pipelines import Pipelines
 from voting import KOfNVoter
 
@@ -40,15 +44,21 @@ def pipelines(monkeypatch):
     return kind
 
 
+def image_folder(path: Path, names: list[str]) -> Path:
+    """A red-square frame for each name, except that one with ``corrupt`` in it is no image."""
+    path.mkdir()
+    for name in names:
+        if "corrupt" in name:
+            (path / name).write_bytes(b"\xff\xd8 not a jpeg")
+        else:
+            cv2.imwrite(str(path / name), red_square_frame())
+    return path
+
+
 @pytest.fixture
 def folder(tmp_path):
     """Three red-square frames and, between them, one image that is not one."""
-    images = tmp_path / "imgs"
-    images.mkdir()
-    for name in ("f0.png", "f1.png", "f3.png"):
-        cv2.imwrite(str(images / name), red_square_frame())
-    (images / "f2_corrupt.jpg").write_bytes(b"\xff\xd8 not a jpeg")
-    return images
+    return image_folder(tmp_path / "imgs", ["f0.png", "f1.png", "f2_corrupt.jpg", "f3.png"])
 
 
 def parse(*argv):
@@ -71,6 +81,55 @@ def test_unreadable_images_in_a_folder_are_skipped_with_a_warning_and_counted(
     assert [(m["frame"], m["t"]) for m in frames] == [(0, 0.0), (1, 0.1), (2, 0.3)]
     assert "skipping unreadable image" in caplog.text and "f2_corrupt.jpg" in caplog.text
     assert "skipped 1 unreadable image(s)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "corrupt", ["a_corrupt.jpg", "f2_corrupt.jpg", "z_corrupt.jpg"], ids=["first", "middle", "last"]
+)
+def test_annotating_a_folder_warns_once_and_its_progress_counts_only_readable_images(
+    pipelines, tmp_path, caplog, monkeypatch, corrupt
+):
+    images = image_folder(tmp_path / "imgs", ["f0.png", "f1.png", "f3.png", corrupt])
+    bars: list[tqdm] = []
+
+    def shown_nowhere(*args, **kwargs):
+        bars.append(tqdm(*args, **{**kwargs, "disable": False, "file": io.StringIO()}))
+        return bars[-1]
+
+    monkeypatch.setattr(clients.replay, "tqdm", shown_nowhere)
+    video = tmp_path / "annotated.mp4"
+    with caplog.at_level(logging.WARNING):
+        status = replay(images, "--fast", "--jsonl", tmp_path / "out.jsonl", "--annotate", video)
+    assert status == 0
+    assert [r.getMessage() for r in caplog.records if "unreadable" in r.getMessage()] == [
+        f"skipping unreadable image {images / corrupt}"
+    ]
+    assert [(bar.n, bar.total) for bar in bars] == [(3, 3)]
+    assert len(list(bgr_frames(str(video)))) == 3
+
+
+@pytest.mark.parametrize(
+    ("labelled", "status", "said"),
+    [
+        (["a", "b"], 0, ["events", "time to decision"]),
+        (["a"], 0, ["events", "time to decision", "no labels for"]),  # b: named, not scored
+        (["clip.mp4"], 2, ["replay"]),
+        ([], 2, ["replay"]),
+    ],
+    ids=["all", "some", "other-clips", "empty"],
+)
+def test_labels_score_the_clips_they_name_and_must_name_one(
+    pipelines, tmp_path, capsys, labelled, status, said
+):
+    sources = [image_folder(tmp_path / name, ["f0.png"]) for name in ("a", "b")]
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps({name: {"visible": [[0, 1]]} for name in labelled}))
+    out = tmp_path / "out.jsonl"
+    assert replay(*sources, "--fast", "--jsonl", out, "--labels", labels) == status
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(":")[0] for line in lines] == said
+    if status:  # before the run: no output, no score
+        assert "has no labels for any source: a, b" in lines[0] and not out.exists()
 
 
 @pytest.mark.timeout(30)  # a failing session used to leave replay waiting forever

@@ -40,7 +40,9 @@ def test_image_size_reads_the_header(data, size):
         (b"\xff\xd8\xff", "bad_image"),
         (encoded(".jpg", 64, 48)[:4], "bad_image"),
         (png_header(100_000, 100_000), "too_many_pixels"),
-        (png_header(0, 10), "too_many_pixels"),
+        (png_header(0, 10), "bad_image"),  # no pixels: malformed, not too big
+        (png_header(10, 0), "bad_image"),
+        (png_header(0, 0), "bad_image"),
         (b"\xff\xd8" + bytes(MAX_FRAME_BYTES), "frame_too_large"),
     ],
 )

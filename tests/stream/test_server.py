@@ -3,6 +3,8 @@
 import logging
 import socket
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import aioice.ice
 import pytest
@@ -75,14 +77,42 @@ def test_wrong_flags_end_start_up_with_one_line(
     assert not started
 
 
-def test_a_host_name_is_resolved_and_the_urls_are_shown_once_listening(started, capsys, tmp_path):
-    serve("localhost", 8080, ServerConfig(), targets=tmp_path)
-    assert capsys.readouterr().out == ""  # nothing yet: the address may still be taken
+def test_a_host_name_is_resolved_and_the_urls_are_shown_once_listening(
+    started, capsys, tmp_path, unused_tcp_port
+):
+    serve("localhost", unused_tcp_port, ServerConfig(), targets=tmp_path)
+    assert capsys.readouterr().out == ""  # nothing yet: run_app has not started serving
     [kwargs] = started
-    assert kwargs["host"] == "localhost" and kwargs["access_log_class"] is RedactingAccessLogger
-    kwargs["print"]("======== Running on ... ========")  # run_app: every address is bound
-    assert capsys.readouterr().out == "open http://localhost:8080/\n"
+    assert kwargs["access_log_class"] is RedactingAccessLogger
+    for sock in kwargs["sock"]:  # every address of localhost, bound by serve
+        assert sock.getsockname()[1] == unused_tcp_port
+        sock.close()
+    kwargs["print"]("======== Running on ... ========")  # run_app: the sockets accept
+    assert capsys.readouterr().out == f"open http://localhost:{unused_tcp_port}/\n"
     assert aioice.ice.get_host_addresses(True, False) == ["127.0.0.1"]  # loopback ICE
+
+
+@pytest.mark.parametrize("pick_port", [True, False], ids=["port-0", "free-port"])
+def test_the_url_shown_names_the_port_listened_on(
+    monkeypatch, fake_models, capsys, tmp_path, unused_tcp_port, pick_port
+):
+    real_run_app = web.run_app
+    shown: list[int | None] = []
+
+    def run_app(app: web.Application, **kwargs: Any) -> None:
+        def listening(*args: object) -> None:
+            kwargs["print"](*args)  # serve's own: the URL
+            port = urlsplit(capsys.readouterr().out.strip().removeprefix("open ")).port
+            shown.append(port)
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()  # it listens
+            raise web.GracefulExit  # instead of serving forever
+
+        real_run_app(app, **{**kwargs, "print": listening})
+
+    monkeypatch.setattr(web, "run_app", run_app)
+    serve("127.0.0.1", 0 if pick_port else unused_tcp_port, ServerConfig(), targets=tmp_path)
+    [port] = shown
+    assert port != 0 and (pick_port or port == unused_tcp_port)
 
 
 def test_an_address_in_use_ends_start_up_with_one_line(

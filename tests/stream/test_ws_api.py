@@ -65,6 +65,7 @@ async def test_bad_messages_get_a_coded_error_and_the_session_stays_usable(ws_ur
         (b"garbage", "bad_image"),
         (jpeg(red_square_frame())[:300], "bad_image"),
         (png_header(100_000, 100_000), "too_many_pixels"),  # a pixel bomb's header
+        (png_header(0, 0), "bad_image"),  # a header with no pixels: malformed, not too big
         (b"\xff\xd8" + bytes(MAX_FRAME_BYTES), "frame_too_large"),  # within max_size, over bytes
     ],
 )
@@ -143,13 +144,21 @@ async def test_a_client_that_stops_answering_pings_is_dropped(fake_server, monke
                 await asyncio.sleep(0.05)
 
 
-async def test_a_message_over_max_size_closes_the_socket_with_1009(ws_url):
+@pytest.mark.parametrize(
+    ("payload", "text", "code"),
+    [
+        (bytes(MAX_FRAME_BYTES + 2048), False, 1009),  # over max_size
+        (b'{"type": "start", "profile": "\xff"}', True, 1007),  # a text message, not UTF-8
+    ],
+    ids=["too-large", "not-utf8"],
+)
+async def test_a_transport_violation_closes_the_socket_with_its_code(ws_url, payload, text, code):
     async with connect(ws_url, max_size=None) as ws:
         with pytest.raises(ConnectionClosed) as closed:  # the send itself may see the close
             async with asyncio.timeout(10):
-                await ws.send(bytes(MAX_FRAME_BYTES + 2048))
+                await ws.send(payload, text=text)
                 await ws.recv()
-    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == code
 
 
 async def test_a_failing_session_tells_the_client_and_closes_with_1011(ws_url, monkeypatch):
