@@ -25,6 +25,7 @@ from clients.report import ClipResult, write_report
 from clients.sources import (
     SourceError,
     bgr_frames,
+    camera_device,
     frame_count,
     opened,
     source_rate,
@@ -131,7 +132,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "sources",
         nargs="+",
         metavar="VIDEO",
-        help="video files (anything FFmpeg reads), image folders, or a webcam index",
+        help="video files (anything FFmpeg reads), image folders, or a webcam (0, /dev/video0)",
     )
     parser.add_argument(
         "--profile",
@@ -166,7 +167,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--labels", type=Path, help="ground truth JSON (see clients/labels.py)")
     parser.add_argument("--report", type=Path, help="write an HTML report with timelines")
     parser.add_argument(
-        "--annotate", type=Path, help="write the video with results drawn on it (one source only)"
+        "--annotate",
+        type=Path,
+        help="write the video with results drawn on it (one recorded source, not a webcam)",
     )
 
 
@@ -214,6 +217,11 @@ def check_arguments(args: argparse.Namespace) -> SessionOptions:
     if args.annotate:
         if len(args.sources) != 1:
             raise ArgumentProblem("--annotate takes exactly one source")
+        # Annotating reads the source a second time, after the run: a camera has moved on.
+        if camera_device(args.sources[0]) is not None:
+            raise ArgumentProblem(
+                f"--annotate needs a recorded source, not webcam {args.sources[0]}"
+            )
         check_output(args.annotate, "--annotate")
         try:
             check_video_path(args.annotate)

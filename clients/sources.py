@@ -89,11 +89,19 @@ def folder_frames(
         raise SourceError(f"cannot read any of the {len(files)} images in {path}")
 
 
-def webcam_frames(index: int) -> Iterator[tuple[float, ImageBGR]]:
-    """Frames of a local camera, timed by the capture clock."""
-    capture = cv2.VideoCapture(index)
+def camera_device(source: str) -> int | str | None:
+    """The camera ``source`` names, as OpenCV opens it: an index (``0``) or a V4L2 device
+    path (``/dev/video0``); ``None`` for a file or folder."""
+    if source.isdigit():
+        return int(source)
+    return source if source.startswith("/dev/video") else None
+
+
+def webcam_frames(device: int | str) -> Iterator[tuple[float, ImageBGR]]:
+    """Frames of a local camera (see :func:`camera_device`), timed by the capture clock."""
+    capture = cv2.VideoCapture(device)
     if not capture.isOpened():
-        raise SourceError(f"cannot open webcam {index}")
+        raise SourceError(f"cannot open webcam {device}")
     try:
         first: float | None = None
         while True:
@@ -110,10 +118,11 @@ def webcam_frames(index: int) -> Iterator[tuple[float, ImageBGR]]:
 def bgr_frames(
     source: str, fps: float = 15.0, skipped: list[Path] | None = None
 ) -> Iterator[tuple[float, ImageBGR]]:
-    """Any source as ``(t, BGR image)``: a webcam index, a folder of images or a video file
+    """Any source as ``(t, BGR image)``: a webcam, a folder of images or a video file
     (``fps`` and ``skipped``: see :func:`folder_frames`)."""
-    if source.isdigit():
-        return webcam_frames(int(source))
+    device = camera_device(source)
+    if device is not None:
+        return webcam_frames(device)
     path = Path(source)
     if path.is_dir():
         return folder_frames(path, fps, skipped)

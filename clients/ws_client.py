@@ -142,7 +142,7 @@ async def stream_source(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", help="video file, folder of images, or webcam index (0)")
+    parser.add_argument("source", help="video file, folder of images, or webcam (0, /dev/video0)")
     parser.add_argument(
         "--url", default=DEFAULT_URL, help="the server's websocket API (default: %(default)s)"
     )

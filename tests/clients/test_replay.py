@@ -176,6 +176,18 @@ def test_bad_options_fail_before_the_run_with_one_line_and_exit_2(
     assert not out.exists()
 
 
+@pytest.mark.parametrize("camera", ["0", "/dev/video0"])
+def test_annotating_a_webcam_is_refused_before_the_camera_opens(
+    pipelines, tmp_path, capsys, monkeypatch, camera
+):
+    monkeypatch.setattr(cv2, "VideoCapture", lambda device: pytest.fail(f"opened {device}"))
+    out = tmp_path / "out.jsonl"
+    assert replay(camera, "--jsonl", out, "--annotate", tmp_path / "a.mp4") == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == f"replay: --annotate needs a recorded source, not webcam {camera}"
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("source", ["missing.mp4", "empty_folder", "broken_folder"])
 def test_a_source_that_cannot_be_read_leaves_no_output_file(pipelines, tmp_path, capsys, source):
     (tmp_path / "empty_folder").mkdir()

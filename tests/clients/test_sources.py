@@ -8,6 +8,7 @@ from clients.clips import VideoPathError, check_video_path, write_video, write_y
 from clients.sources import (
     SourceError,
     bgr_frames,
+    camera_device,
     frame_count,
     opened,
     source_rate,
@@ -121,3 +122,36 @@ def test_video_paths_are_checked_before_anything_is_written(tmp_path, name, ok):
         with pytest.raises(VideoPathError, match=name):
             check_video_path(path)
     assert not path.exists()
+
+
+@pytest.mark.parametrize(
+    ("source", "device"),
+    [
+        ("0", 0),
+        ("12", 12),
+        ("/dev/video0", "/dev/video0"),
+        ("clip.mp4", None),
+        ("frames/0", None),
+        ("/dev/null", None),
+        ("-1", None),
+    ],
+)
+def test_a_camera_is_named_by_its_index_or_its_v4l2_device(source, device):
+    assert camera_device(source) == device
+
+
+@pytest.mark.parametrize(("source", "device"), [("0", 0), ("/dev/video7", "/dev/video7")])
+def test_a_webcam_source_opens_the_camera_it_names(monkeypatch, source, device):
+    asked = []
+
+    class NoCamera:
+        def __init__(self, device):
+            asked.append(device)
+
+        def isOpened(self):
+            return False
+
+    monkeypatch.setattr(cv2, "VideoCapture", NoCamera)
+    with pytest.raises(SourceError, match=f"cannot open webcam {source}$"):
+        next(bgr_frames(source))
+    assert asked == [device]
