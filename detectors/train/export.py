@@ -21,8 +21,10 @@ from detectors.card import MODELS_DIR, update_card, write_card
 from detectors.quantize import QuantSettings, TensorReader, card_preprocess, quantize_model
 from detectors.synth.scenes import render_scene
 from detectors.train.model import (
+    INPUT_SCALE,
     STRIDE,
     TIERS,
+    WIDTH,
     FuNet,
     count_macs_params,
     input_size,
@@ -111,8 +113,11 @@ def main(argv: list[str] | None = None) -> None:
         f"{train_args['height']} (detectors.synth, training fonts and photos)",
         "steps": checkpoint["steps"],
         "batch": train_args["batch"],
-        "supernet": "slimmable widths s=0.5 m=0.75 l=1.0, switchable BN, sandwich rule, "
-        "in-place distillation from l to m; s runs and trains at half the input side",
+        "supernet": "slimmable widths "
+        + " ".join(f"{t}={WIDTH[t]}" for t in TIERS)
+        + ", input sides "
+        + " ".join(f"{t}={INPUT_SCALE[t]}" for t in TIERS)
+        + ", switchable BN, sandwich rule, in-place distillation from l to the tiers at its size",
         "note": args.note,
         "command": "python -m detectors.train.train "
         + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in train_args.items() if k != "out"),

@@ -1,10 +1,10 @@
 """Train the slimmable 福 supernet on generated scenes (all tiers at once).
 
-Every step follows the sandwich rule over the three tiers: the widest learns
-from the labels, the narrower ones from the labels and, where they run at the
-widest's input size, from its outputs (in-place distillation). The smallest
-tier runs at half the input side (``model.INPUT_SCALE``) and learns from the
-labels of the shrunk scenes. Each tier keeps its own batch-norm statistics.
+Every step follows the sandwich rule over the three tiers: the widest at full
+size learns from the labels, the others from the labels and, where they run at
+its input size, from its outputs (in-place distillation). The smallest tier
+runs at half the input side (``model.INPUT_SCALE``) and learns from the labels
+of the shrunk scenes. Each tier keeps its own batch-norm statistics.
 
 GPU:  python -m detectors.train.train --device cuda --images 120000 --minutes 5 --workers 16
 CPU:  python -m detectors.train.train --device cpu --images 4000 --minutes 60 --workers 2
