@@ -206,8 +206,9 @@ class WebsocketApi:
                         await connection.on_binary(msg.data)
                 except FrameError as exc:
                     await connection.send(error_message(exc.code, str(exc)))
-                except SessionError:
-                    break  # a frame raced the failed session's close (1011): end here too
+                except SessionError:  # a frame raced the failed session's own close
+                    await connection.close_failed()  # 1011 either way, not the default 1000
+                    break
         finally:
             self.open.discard(ws)
             connection.close()

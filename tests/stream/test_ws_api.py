@@ -177,6 +177,29 @@ async def test_a_failing_session_tells_the_client_and_closes_with_1011(ws_url, m
         assert closed.value.rcvd.code == 1011
 
 
+async def test_a_frame_racing_a_failed_sessions_close_still_gets_1011(ws_url, monkeypatch):
+    def broken(*_):
+        raise RuntimeError("a bug in processing")
+
+    original = stream.ws_api.WebsocketConnection.close_failed
+
+    async def slow_close(self):  # the session's task is still closing when the next frame comes
+        await asyncio.sleep(0.5)
+        await original(self)
+
+    monkeypatch.setattr(stream.session.Session, "_process", broken)
+    monkeypatch.setattr(stream.ws_api.WebsocketConnection, "close_failed", slow_close)
+    async with connect(ws_url) as ws:
+        await ws.send(json.dumps({"type": "start"}))
+        await ws.recv()
+        await ws.send(jpeg(red_square_frame()))
+        assert json.loads(await ws.recv())["code"] == "internal"
+        await ws.send(jpeg(red_square_frame()))
+        with pytest.raises(ConnectionClosed) as closed:
+            await ws.recv()
+        assert closed.value.rcvd.code == 1011
+
+
 async def test_an_untimed_frame_continues_the_clients_clock(ws_url):
     async with connect(ws_url) as ws:
         await ws.send(json.dumps({"type": "start"}))
