@@ -6,6 +6,11 @@ its input size, from its outputs (in-place distillation). The smallest tier
 runs at half the input side (``model.INPUT_SCALE``) and learns from the labels
 of the shrunk scenes. Each tier keeps its own batch-norm statistics.
 
+With ``--teacher``, the tiers named by ``--teacher-tiers`` also learn from
+that frozen supernet's same tiers (distillation): a retrain for one tier can
+hold the shipped others near what was measured and tuned for them, while the
+weights they share with it move.
+
 GPU:  python -m detectors.train.train --device cuda --images 120000 --minutes 5 --workers 16
 CPU:  python -m detectors.train.train --device cpu --images 4000 --minutes 60 --workers 2
 """
@@ -203,6 +208,7 @@ def train(args: argparse.Namespace) -> None:
         load_prefix(model, resumed["model"])
         previous_steps = int(resumed["steps"])
     model = model.to(device).to(memory_format=torch.channels_last)
+    teacher_net = None if args.teacher is None else frozen_supernet(args.teacher, device)
     optim = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     use_amp = device.type == "cuda"
     budget = args.minutes * 60
@@ -220,18 +226,23 @@ def train(args: argparse.Namespace) -> None:
         optim.zero_grad(set_to_none=True)
         losses = {}
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
-            model.set_tier("l")
-            teacher = model(x)
-            loss = detection_loss(*(t.float() for t in teacher), y[1.0])
-            losses["l"] = loss.item() if step % 100 == 0 else 0.0
-            for tier in ("m", "s"):
+            loss = torch.zeros((), device=device)
+            for tier in TIERS[::-1]:  # the widest first: the others learn from its outputs
                 model.set_tier(tier)
                 scale = INPUT_SCALE[tier]
-                heat, box = (t.float() for t in model(at_scale(x, scale)))
+                tier_x = at_scale(x, scale)
+                heat, box = (t.float() for t in model(tier_x))
                 tier_loss = detection_loss(heat, box, y[scale])
-                if scale == 1.0:  # the widest tier's outputs are only comparable at its own scale
-                    tier_loss = tier_loss + KD_WEIGHT * distill_loss(
-                        heat, box, (teacher[0].float(), teacher[1].float()), y[1.0]
+                if tier == "l":
+                    widest = (heat, box)
+                elif scale == 1.0:  # the widest tier's outputs are only comparable at its own scale
+                    tier_loss = tier_loss + KD_WEIGHT * distill_loss(heat, box, widest, y[1.0])
+                if teacher_net is not None and tier in args.teacher_tiers:
+                    with torch.no_grad():
+                        teacher_net.set_tier(tier)
+                        held = tuple(t.float() for t in teacher_net(tier_x))
+                    tier_loss = tier_loss + args.teacher_weight * distill_loss(
+                        heat, box, (held[0], held[1]), y[scale]
                     )
                 loss = loss + tier_loss
                 losses[tier] = tier_loss.item() if step % 100 == 0 else 0.0
@@ -256,6 +267,14 @@ def train(args: argparse.Namespace) -> None:
         out / "supernet.pt",
     )
     print(f"saved {out / 'supernet.pt'} after {step} steps, {time.time() - start:.0f}s in all")
+
+
+def frozen_supernet(path: Path, device: torch.device) -> FuNet:
+    """The supernet of checkpoint ``path`` in eval mode, without gradients, on ``device``."""
+    net = FuNet()
+    load_prefix(net, torch.load(path, map_location="cpu")["model"])
+    net.eval().requires_grad_(False)
+    return net.to(device).to(memory_format=torch.channels_last)
 
 
 @torch.no_grad()
@@ -305,6 +324,11 @@ def main(argv: list[str] | None = None) -> None:
         help="look-alikes cut by the frame edge; a 福 cut so far that it could be one of them "
         "(its radical or a quarter of its ink out of frame) is ignored, not labelled",
     )
+    parser.add_argument(
+        "--teacher", type=Path, help="a supernet.pt that --teacher-tiers are held near"
+    )
+    parser.add_argument("--teacher-tiers", nargs="+", choices=TIERS, default=["l", "m"])
+    parser.add_argument("--teacher-weight", type=float, default=2.0)
     train(parser.parse_args(argv))
 
 
