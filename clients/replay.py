@@ -132,7 +132,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "sources",
         nargs="+",
         metavar="VIDEO",
-        help="video files (anything FFmpeg reads), image folders, or a webcam (0, /dev/video0)",
+        help="video files (anything FFmpeg reads), image folders, or a webcam "
+        "(0, /dev/video0, /dev/v4l/by-id/...)",
     )
     parser.add_argument(
         "--profile",

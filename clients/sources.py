@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -91,9 +92,13 @@ def folder_frames(
 
 def camera_device(source: str) -> int | str | None:
     """The camera ``source`` names, as OpenCV opens it: an index (``0``) or a V4L2 device
-    path (``/dev/video0``); ``None`` for a file or folder."""
+    path (``/dev/video0``; a ``/dev/v4l/by-id/...`` or ``by-path`` link resolved to its
+    ``/dev/videoN``, or kept as given if it links to none); ``None`` for a file or folder."""
     if source.isdigit():
         return int(source)
+    if source.startswith("/dev/v4l/"):
+        target = os.path.realpath(source)
+        return target if target.startswith("/dev/video") else source
     return source if source.startswith("/dev/video") else None
 
 

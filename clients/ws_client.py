@@ -142,7 +142,9 @@ async def stream_source(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", help="video file, folder of images, or webcam (0, /dev/video0)")
+    parser.add_argument(
+        "source", help="video file, folder of images, or webcam (0, /dev/video0, /dev/v4l/...)"
+    )
     parser.add_argument(
         "--url", default=DEFAULT_URL, help="the server's websocket API (default: %(default)s)"
     )

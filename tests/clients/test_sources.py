@@ -1,4 +1,5 @@
 import logging
+import os
 
 import cv2
 import numpy as np
@@ -124,24 +125,60 @@ def test_video_paths_are_checked_before_anything_is_written(tmp_path, name, ok):
     assert not path.exists()
 
 
+# A udev /dev/v4l tree: stable names linking to the /dev/videoN node a camera got this time.
+V4L_LINKS = {
+    "by-id/usb-Acme_Cam_123-video-index0": "/dev/video2",
+    "by-path/pci-0000:00:14.0-usb-0:1:1.0-video-index0": "/dev/video4",
+    "by-id/usb-Acme_Cam_123-subdev": "/dev/v4l-subdev0",
+}
+
+
+@pytest.fixture
+def v4l(tmp_path, monkeypatch):
+    """``V4L_LINKS`` as real symlinks under ``tmp_path``, read there for ``/dev/v4l/``."""
+    for name, target in V4L_LINKS.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).symlink_to(target)
+    realpath = os.path.realpath
+
+    def in_tmp(path, **kwargs):
+        if path.startswith("/dev/v4l/"):
+            path = str(tmp_path / path.removeprefix("/dev/v4l/"))
+        return realpath(path, **kwargs)
+
+    monkeypatch.setattr(os.path, "realpath", in_tmp)
+
+
 @pytest.mark.parametrize(
     ("source", "device"),
     [
         ("0", 0),
         ("12", 12),
         ("/dev/video0", "/dev/video0"),
+        ("/dev/v4l/by-id/usb-Acme_Cam_123-video-index0", "/dev/video2"),
+        ("/dev/v4l/by-path/pci-0000:00:14.0-usb-0:1:1.0-video-index0", "/dev/video4"),
+        # Not (or no longer) a link to a video node: kept as typed, for the error message.
+        ("/dev/v4l/by-id/usb-Unplugged-video-index0", "/dev/v4l/by-id/usb-Unplugged-video-index0"),
+        ("/dev/v4l/by-id/usb-Acme_Cam_123-subdev", "/dev/v4l/by-id/usb-Acme_Cam_123-subdev"),
         ("clip.mp4", None),
         ("frames/0", None),
         ("/dev/null", None),
         ("-1", None),
     ],
 )
-def test_a_camera_is_named_by_its_index_or_its_v4l2_device(source, device):
+def test_a_camera_is_named_by_its_index_or_its_v4l2_device(v4l, source, device):
     assert camera_device(source) == device
 
 
-@pytest.mark.parametrize(("source", "device"), [("0", 0), ("/dev/video7", "/dev/video7")])
-def test_a_webcam_source_opens_the_camera_it_names(monkeypatch, source, device):
+@pytest.mark.parametrize(
+    ("source", "device"),
+    [
+        ("0", 0),
+        ("/dev/video7", "/dev/video7"),
+        ("/dev/v4l/by-id/usb-Acme_Cam_123-video-index0", "/dev/video2"),
+    ],
+)
+def test_a_webcam_source_opens_the_camera_it_names(v4l, monkeypatch, source, device):
     asked = []
 
     class NoCamera:
@@ -152,6 +189,6 @@ def test_a_webcam_source_opens_the_camera_it_names(monkeypatch, source, device):
             return False
 
     monkeypatch.setattr(cv2, "VideoCapture", NoCamera)
-    with pytest.raises(SourceError, match=f"cannot open webcam {source}$"):
+    with pytest.raises(SourceError, match=f"cannot open webcam {device}$"):
         next(bgr_frames(source))
     assert asked == [device]
