@@ -33,10 +33,13 @@ async def server(make_server):
     return await make_server(ServerConfig(token=TOKEN))
 
 
-def free_port():
+@pytest.fixture
+def refused_port():
+    """A port on 127.0.0.1 that nobody listens on: bound but not listening for the whole test,
+    so connecting is refused and no other process can take it meanwhile."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        yield s.getsockname()[1]
 
 
 async def run_client(url, source, capsys, token=None):
@@ -59,9 +62,9 @@ async def run_client(url, source, capsys, token=None):
     ],
 )
 async def test_a_wrong_url_token_or_server_is_one_line_and_exit_2(
-    server, folder, capsys, url, token, message
+    server, folder, capsys, refused_port, url, token, message
 ):
-    url = url.format(port=server.port, free=free_port())
+    url = url.format(port=server.port, free=refused_port)
     status, out, err = await run_client(url, folder, capsys, token)
     assert status == 2 and out == ""
     (line,) = err.strip().splitlines()
@@ -83,11 +86,13 @@ async def test_the_token_opens_the_session_as_option_or_in_the_url(server, folde
     ("source", "message"),
     [("missing.mp4", "no such file"), ("empty", "holds no images"), ("broken", "cannot read any")],
 )
-async def test_a_bad_source_is_reported_before_connecting(tmp_path, capsys, source, message):
+async def test_a_bad_source_is_reported_before_connecting(
+    tmp_path, capsys, refused_port, source, message
+):
     (tmp_path / "empty").mkdir()
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "a.png").write_bytes(b"x")
-    url = f"ws://127.0.0.1:{free_port()}/ws"  # nobody listens: connecting first would say so
+    url = f"ws://127.0.0.1:{refused_port}/ws"  # nobody listens: connecting first would say so
     status, _, err = await run_client(url, tmp_path / source, capsys)
     assert status == 2
     (line,) = err.strip().splitlines()

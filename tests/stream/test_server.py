@@ -2,6 +2,7 @@
 
 import logging
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -53,6 +54,19 @@ def started(monkeypatch: pytest.MonkeyPatch, fake_models: None) -> list[dict[str
     return calls
 
 
+@pytest.fixture
+def reserved_port() -> Iterator[int]:
+    """A port on 127.0.0.1 held for the test by a bound socket that does not listen.
+
+    Both it and ``serve``'s sockets set ``SO_REUSEADDR``, so ``serve`` can still bind and listen
+    there; meanwhile the OS hands the port to nobody asking for a free one (port 0).
+    """
+    with socket.socket() as held:
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]
+
+
 @pytest.mark.parametrize(
     ("host", "port", "profile", "tls", "error"),
     [
@@ -77,24 +91,23 @@ def test_wrong_flags_end_start_up_with_one_line(
     assert not started
 
 
-def test_a_host_name_is_resolved_and_the_urls_are_shown_once_listening(
-    started, capsys, tmp_path, unused_tcp_port
-):
-    serve("localhost", unused_tcp_port, ServerConfig(), targets=tmp_path)
+def test_a_host_name_is_resolved_and_the_urls_are_shown_once_listening(started, capsys, tmp_path):
+    serve("localhost", 0, ServerConfig(), targets=tmp_path)
     assert capsys.readouterr().out == ""  # nothing yet: run_app has not started serving
     [kwargs] = started
     assert kwargs["access_log_class"] is RedactingAccessLogger
-    for sock in kwargs["sock"]:  # every address of localhost, bound by serve
-        assert sock.getsockname()[1] == unused_tcp_port
+    port = kwargs["sock"][0].getsockname()[1]  # the OS's choice for port 0
+    for sock in kwargs["sock"]:  # every address of localhost, bound by serve on that one port
+        assert sock.getsockname()[1] == port != 0
         sock.close()
     kwargs["print"]("======== Running on ... ========")  # run_app: the sockets accept
-    assert capsys.readouterr().out == f"open http://localhost:{unused_tcp_port}/\n"
+    assert capsys.readouterr().out == f"open http://localhost:{port}/\n"
     assert aioice.ice.get_host_addresses(True, False) == ["127.0.0.1"]  # loopback ICE
 
 
 @pytest.mark.parametrize("pick_port", [True, False], ids=["port-0", "free-port"])
 def test_the_url_shown_names_the_port_listened_on(
-    monkeypatch, fake_models, capsys, tmp_path, unused_tcp_port, pick_port
+    monkeypatch, fake_models, capsys, tmp_path, reserved_port, pick_port
 ):
     real_run_app = web.run_app
     shown: list[int | None] = []
@@ -110,14 +123,12 @@ def test_the_url_shown_names_the_port_listened_on(
         real_run_app(app, **{**kwargs, "print": listening})
 
     monkeypatch.setattr(web, "run_app", run_app)
-    serve("127.0.0.1", 0 if pick_port else unused_tcp_port, ServerConfig(), targets=tmp_path)
+    serve("127.0.0.1", 0 if pick_port else reserved_port, ServerConfig(), targets=tmp_path)
     [port] = shown
-    assert port != 0 and (pick_port or port == unused_tcp_port)
+    assert port != 0 and (pick_port or port == reserved_port)
 
 
-def test_an_address_in_use_ends_start_up_with_one_line(
-    monkeypatch, fake_models, capsys, tmp_path, unused_tcp_port
-):
+def test_an_address_in_use_ends_start_up_with_one_line(monkeypatch, fake_models, capsys, tmp_path):
     real_run_app = web.run_app
 
     def run_app(app: web.Application, **kwargs: object) -> None:
@@ -127,12 +138,12 @@ def test_an_address_in_use_ends_start_up_with_one_line(
         real_run_app(app, **{**kwargs, "print": listening})
 
     monkeypatch.setattr(web, "run_app", run_app)
-    with socket.create_server(("127.0.0.1", unused_tcp_port)), pytest.raises(SystemExit) as exited:
-        serve("127.0.0.1", unused_tcp_port, ServerConfig(), targets=tmp_path)
+    with socket.create_server(("127.0.0.1", 0)) as taken, pytest.raises(SystemExit) as exited:
+        port = taken.getsockname()[1]  # listened on by another socket, bound to port 0
+        serve("127.0.0.1", port, ServerConfig(), targets=tmp_path)
     assert exited.value.code == 1
     assert capsys.readouterr().err == (
-        f"run.py serve: error: cannot listen on 127.0.0.1:{unused_tcp_port}: "
-        "address already in use\n"
+        f"run.py serve: error: cannot listen on 127.0.0.1:{port}: address already in use\n"
     )
 
 
