@@ -19,6 +19,7 @@ const BANNER_MS = 2500;
 const WEBRTC_CONNECT_MS = 8000;      // give up on WebRTC and fall back after this
 const WS_SEND_FPS = 10;              // frame rate of the websocket fallback
 const RECONNECT_MS = [1000, 2000, 5000, 10000];
+const BUSY_RETRY_MS = 5000;          // a full server (503) is asked again this often
 const SPARK_POINTS = 120;
 const HISTORY_ITEMS = 8;
 const REGISTER_TIMEOUT_MS = 15000;     // registering a target: features, disk, index
@@ -218,10 +219,14 @@ function startWebsocket(generation, onLost) {
     const ws = new WebSocket(`${scheme}://${location.host}${withToken("/ws")}`);
     const grab = document.createElement("canvas");
     let timer = null;
-    let opened = false;
+    let upgraded = false;  // the server took the connection (past the guard and admission)
+    let opened = false;    // ... and started the session
     let refused = false;
     const transport = { kind: "websocket", close: () => { clearInterval(timer); ws.close(); } };
-    ws.onopen = () => ws.send(JSON.stringify({ type: "start", ...sessionOptions() }));
+    ws.onopen = () => {
+      upgraded = true;
+      ws.send(JSON.stringify({ type: "start", ...sessionOptions() }));
+    };
     ws.onmessage = (e) => {
       const msg = JSON.parse(e.data);
       if (refused) return;
@@ -241,24 +246,30 @@ function startWebsocket(generation, onLost) {
     ws.onclose = () => {
       clearInterval(timer);
       if (refused) return;
-      if (!opened) refusalOf("/ws").then(reject); else onLost();
+      if (opened) onLost();
+      else if (upgraded) reject(new Error("/ws closed before the session started"));
+      else upgradeRefusal().then(reject);
     };
   });
 }
 
 // A browser does not show why a websocket upgrade failed. Ask the guard (token, origin) with
 // an empty offer: it answers 401/403 before it looks at the body, else 400, and takes no slot.
-async function refusalOf(path) {
+// A 400 means the server is up and lets this page in, so admission refused the upgrade: 503,
+// all sessions in use (docs/api.md, section 5). A plain GET /ws would say so itself, but the
+// server admits that as a session when it is not full.
+async function upgradeRefusal() {
   try {
     const response = await fetch(withToken("/offer"), { method: "POST", body: "{}" });
     if (response.status === 401 || response.status === 403) {
       const body = await response.json().catch(() => ({}));
       return new Refused(response.status, body.error || response.statusText);
     }
+    if (response.status === 400) return new Refused(503, "all sessions are in use");
   } catch {
     // the server is unreachable: an ordinary loss
   }
-  return new Error(`${path} closed before the session started`);
+  return new Error("/ws refused the connection");
 }
 
 function sendFrame(ws, grab) {
@@ -277,10 +288,13 @@ async function connect() {
   state.transport = null;
   resetSession();
   let lost = false;  // several signals (channel close, state change) report one loss
+  const retryIn = (delay, text) => {
+    setStatus(text, true);
+    setTimeout(() => { if (generation === state.generation) connect(); }, delay);
+  };
   const retry = (why) => {
     const delay = RECONNECT_MS[Math.min(state.reconnects++, RECONNECT_MS.length - 1)];
-    setStatus(`${why}; reconnecting in ${delay / 1000} s…`, true);
-    setTimeout(() => { if (generation === state.generation) connect(); }, delay);
+    retryIn(delay, `${why}; reconnecting in ${delay / 1000} s…`);
   };
   const onLost = () => {
     if (lost || generation !== state.generation) return;
@@ -288,12 +302,16 @@ async function connect() {
     resetSession();
     retry("connection lost");
   };
-  // Refused: 503 (full) can clear, so back off and retry; 400/401/403 cannot, so stop.
+  // Refused (over either transport): 503 (full) can clear, so ask again now and then, saying
+  // so (it is no lost connection); 400/401/403 cannot, so stop.
   const onRefused = (err) => {
     if (generation !== state.generation) return;
     lost = true;
     resetSession();
-    if (err.status === 503) { retry(refusalText(err)); return; }
+    if (err.status === 503) {
+      retryIn(BUSY_RETRY_MS, `${refusalText(err)}; trying again in ${BUSY_RETRY_MS / 1000} s…`);
+      return;
+    }
     setStatus(refusalText(err), true);
     $("start").disabled = false;  // "Start camera" tries again (e.g. after fixing the URL)
   };

@@ -201,19 +201,29 @@ def test_a_server_that_wants_a_token_says_so_and_stops_asking(tmp_path):
         wait_for(page, lambda r: len(frames(r)) >= 1)
 
 
-def test_a_full_server_says_so_and_a_waiting_tab_gets_in_when_the_other_closes(tmp_path):
+@pytest.mark.parametrize("query", ["", "&transport=ws"], ids=["webrtc", "websocket"])
+def test_a_full_server_says_so_and_a_waiting_tab_gets_in_when_the_other_closes(tmp_path, query):
     clip = clip_file(tmp_path, "empty", seed=1)
     with (
         own_server(tmp_path, "--max-sessions", "1") as server,
-        demo_page(server.url + "/?autostart", clip) as first,
+        demo_page(server.url + "/?autostart" + query, clip) as first,
     ):
         wait_for(first, lambda r: len(frames(r)) >= 2)
         second = first.context.browser.new_page()  # another tab
-        second.goto(server.url + "/?autostart")
-        status = wait_for_status(second, "server full")
-        assert "reconnecting" in status  # 503 can clear: it keeps trying
-        first.close()  # pagehide closes the peer: the slot is free at once, not after ICE gives up
-        wait_for(second, lambda r: len(frames(r)) >= 1, limit_s=20)
+        requests = session_requests(second)
+        second.goto(server.url + "/?autostart" + query)
+        # A browser is not told why a websocket upgrade failed; the page must still tell a full
+        # server from a dropped network, over either transport, and say so the same way.
+        status = wait_for_status(second, "server busy (503)")
+        assert ("all sessions are in use" if query else "server full (1 sessions)") in status
+        assert "reconnecting" not in status  # not a lost connection
+        assert "trying again in 5 s" in status  # 503 can clear: it keeps asking, slowly
+        asked = len(requests)
+        second.wait_for_timeout(3000)
+        assert len(requests) == asked  # not before those 5 s
+        first.close()  # pagehide ends its session: the slot is free at once, not after ICE gives up
+        wait_for(second, lambda r: len(frames(r)) >= 1, limit_s=30)
+        assert second.text_content("#stat-transport") == ("websocket" if query else "WebRTC")
 
 
 def test_a_new_session_forgets_the_tracks_recognized_in_the_last_one(live_server, tmp_path):
