@@ -185,14 +185,16 @@ class WebsocketApi:
         self.open: set[web.WebSocketResponse] = set()
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        ticket = self.admission.admit(request.remote or "?")
-        if isinstance(ticket, str):
-            metrics.REFUSED.inc()
-            return refuse(503, ticket)
         # No permessage-deflate: JPEG does not compress, and zlib state costs ~40 KiB a socket.
         ws = web.WebSocketResponse(
             max_msg_size=MAX_FRAME_BYTES + 1024, heartbeat=HEARTBEAT_S, compress=False
         )
+        if not ws.can_prepare(request).ok:  # before admission: a plain GET must take no slot
+            return refuse(400, "this endpoint speaks websocket only: connect with a websocket")
+        ticket = self.admission.admit(request.remote or "?")
+        if isinstance(ticket, str):
+            metrics.REFUSED.inc()
+            return refuse(503, ticket)
         connection = WebsocketConnection(ws, self.pipelines, self.config.default_profile)
         metrics.SESSIONS.labels(TRANSPORT).inc()
         try:
@@ -211,10 +213,12 @@ class WebsocketApi:
                     break
         finally:
             self.open.discard(ws)
-            connection.close()
-            await ws.close()  # also stops the heartbeat timer, which would keep ws alive
-            ticket.release()
-            metrics.SESSIONS.labels(TRANSPORT).dec()
+            try:
+                connection.close()
+                await ws.close()  # also stops the heartbeat timer, which would keep ws alive
+            finally:  # whatever failed above, the slot is given back
+                ticket.release()
+                metrics.SESSIONS.labels(TRANSPORT).dec()
         return ws
 
     async def close_all(self) -> None:

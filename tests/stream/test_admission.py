@@ -45,6 +45,38 @@ async def start_session(ws):
     assert json.loads(await ws.recv())["type"] == "ready"
 
 
+@pytest.mark.parametrize("requests", [1, 3])
+async def test_a_plain_request_to_the_websocket_gets_400_and_takes_no_slot(make_server, requests):
+    """curl or a crawler on /ws used to fail the upgrade, leak its slot and fill the server."""
+    server = await make_server(ServerConfig(max_sessions=1))
+    async with aiohttp.ClientSession() as http:
+        for _ in range(requests):
+            async with http.get(f"http://127.0.0.1:{server.port}/ws") as response:
+                assert response.status == 400
+                assert "websocket" in (await response.json())["error"]
+    assert server.app[ADMISSION].total == 0
+    async with connect(ws_url(server)) as ws:
+        await start_session(ws)
+
+
+async def test_a_session_whose_close_fails_still_gives_its_slot_back(make_server, monkeypatch):
+    server = await make_server(ServerConfig(max_sessions=1))
+    real_close = aiohttp.web.WebSocketResponse.close
+
+    async def failing_close(self, **kwargs):
+        await real_close(self, **kwargs)
+        raise RuntimeError("close failed")
+
+    monkeypatch.setattr(aiohttp.web.WebSocketResponse, "close", failing_close)
+    async with connect(ws_url(server)) as ws:
+        await start_session(ws)
+    for _ in range(100):
+        if server.app[ADMISSION].total == 0:
+            break
+        await asyncio.sleep(0.02)
+    assert server.app[ADMISSION].total == 0
+
+
 async def test_the_session_over_the_limit_gets_503_and_the_others_keep_working(make_server):
     server = await make_server(ServerConfig(max_sessions=2))
     async with connect(ws_url(server)) as first, connect(ws_url(server)) as second:
