@@ -137,6 +137,11 @@ class WebRtcGateway:
         except Exception as exc:  # aiortc raises many types for bad SDP
             await self.close(peer_id)
             return refuse(400, f"bad offer: {exc}")
+        except asyncio.CancelledError:
+            # aiohttp cancelled the request before the answer (the client hung up, on a server
+            # with handler_cancellation): no ICE timeout watches this peer yet, so close it here.
+            await self.close(peer_id)
+            raise
         peer.spawn(self._close_unless_connected(peer_id))
         answer = pc.localDescription
         return web.json_response({"sdp": answer.sdp, "type": answer.type, "peer": peer_id})

@@ -11,6 +11,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 from aiortc import RTCPeerConnection, RTCSessionDescription, VideoStreamTrack
 from fakes import red_square_frame
+from prometheus_client import REGISTRY
 from resources import released, snapshot
 
 import stream.webrtc
@@ -79,6 +80,11 @@ async def server_let_go(server: TestServer, timeout: float) -> None:
             await asyncio.sleep(0.1)
 
 
+def webrtc_sessions() -> float:
+    """The ``fuscan_sessions`` gauge of WebRTC, as ``/metrics`` shows it (absent before any)."""
+    return REGISTRY.get_sample_value("fuscan_sessions", {"transport": "webrtc"}) or 0.0
+
+
 async def test_a_peer_streaming_video_gets_results_on_its_data_channel(fake_server):
     async with streaming_peer(fake_server) as pc:
         seen = await receive_until(pc, lambda m: m.get("event") == "recognized")
@@ -95,6 +101,18 @@ async def test_webrtc_frames_over_the_pixel_limit_get_an_error_not_a_result(
         seen = await receive_until(pc, lambda m: m["type"] == "error")
     assert seen[-1]["code"] == "too_many_pixels"
     assert not any(m["type"] == "frame" for m in seen)
+
+
+async def test_shutdown_tells_open_peers_and_gives_their_slots_back(fake_server):
+    sessions = webrtc_sessions()
+    async with streaming_peer(fake_server) as pc:
+        await receive_until(pc, lambda m: m["type"] == "frame")
+        assert webrtc_sessions() == sessions + 1
+        await fake_server.runner.shutdown()
+        seen = await receive_until(pc, lambda m: m["type"] == "error")
+        assert seen[-1]["code"] == "shutting_down"
+    assert not fake_server.app[GATEWAY].peers and fake_server.app[ADMISSION].total == 0
+    assert webrtc_sessions() == sessions
 
 
 async def test_a_peer_that_vanishes_is_closed_when_ice_consent_expires(fake_server, monkeypatch):
@@ -165,6 +183,39 @@ async def test_malformed_sdp_gets_400_and_leaves_nothing_behind(
     assert not fake_server.app[GATEWAY].peers
     assert fake_server.app[ADMISSION].total == 0
     await released(fds, tasks)  # no peer connection, ICE socket or task is left over
+
+
+async def test_a_client_that_leaves_while_its_answer_is_made_leaves_nothing_behind(
+    fake_server, monkeypatch
+):
+    """With handler_cancellation (as in TestServer), hanging up during ICE gathering cancels
+    the handler: the peer admitted for it used to keep its slot, ports, session and tasks."""
+    import aioice
+
+    sdp = await client_offer()
+    gathering = asyncio.Event()
+    real_gather = aioice.Connection.gather_candidates
+
+    async def gather_then_wait_for_stun(self):
+        await real_gather(self)  # host candidates: the ICE sockets are bound
+        gathering.set()
+        await asyncio.Event().wait()  # a STUN server that never answers
+
+    monkeypatch.setattr(aioice.Connection, "gather_candidates", gather_then_wait_for_stun)
+    fds, tasks, _ = snapshot()
+    sessions = webrtc_sessions()
+    url = f"http://127.0.0.1:{fake_server.port}/offer"
+    async with aiohttp.ClientSession() as http:
+        post = asyncio.create_task(http.post(url, json={"sdp": sdp, "type": "offer"}))
+        async with asyncio.timeout(10):
+            await gathering.wait()
+        assert fake_server.app[ADMISSION].total == 1
+        post.cancel()  # the client hangs up before the answer
+        with contextlib.suppress(asyncio.CancelledError):
+            await post
+    await server_let_go(fake_server, 10)
+    assert webrtc_sessions() == sessions
+    await released(fds, tasks)  # no peer connection, ICE socket, session or task is left over
 
 
 SHAPE = "need {'sdp': str, 'type': 'offer'}"
