@@ -90,6 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     serve.add_argument("--ice-timeout", type=positive_number, default=limits.ice_timeout_s)
     serve.add_argument(
+        "--ice-server",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a STUN server, stun:HOST[:PORT], for peers behind NAT (default: none; host "
+        "candidates only, which is all a localhost or LAN server needs, and nothing leaves it)",
+    )
+    serve.add_argument(
         "--targets",
         type=Path,
         default=None,
@@ -174,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             token=args.token,
             allowed_origins=frozenset(args.allow_origin),
             ice_timeout_s=args.ice_timeout,
+            ice_servers=tuple(args.ice_server),
         )
         run_server(
             args.host,

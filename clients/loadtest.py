@@ -30,7 +30,13 @@ import av
 import numpy as np
 import psutil
 import uvloop
-from aiortc import RTCPeerConnection, RTCRtpSender, RTCSessionDescription, VideoStreamTrack
+from aiortc import (
+    RTCConfiguration,
+    RTCPeerConnection,
+    RTCRtpSender,
+    RTCSessionDescription,
+    VideoStreamTrack,
+)
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -162,7 +168,9 @@ def send_clip(pc: RTCPeerConnection, track: ClipTrack) -> RTCRtpSender:
 async def webrtc_stream(
     url: str, packets: list[bytes], fps: float, stop: float, stats: StreamStats
 ) -> None:
-    pc = RTCPeerConnection()
+    # No ICE servers: the server is on this host or LAN, and aiortc's default (Google's STUN)
+    # would add a lookup per stream.
+    pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
     track = ClipTrack(packets, fps)
     channel = pc.createDataChannel("results")
     channel.on(

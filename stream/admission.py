@@ -26,6 +26,9 @@ class ServerConfig:
             listed are refused (a page on another site cannot use the camera API).
         ice_timeout_s: a peer connection that is not connected this long after
             its offer is closed.
+        ice_servers: STUN URLs (``stun:HOST[:PORT]``, at most one) whose server-reflexive
+            candidates each peer connection also offers; empty: host candidates only, and no
+            query leaves the server (aiortc alone would ask Google's STUN server every offer).
     """
 
     default_profile: str = "host"
@@ -34,6 +37,7 @@ class ServerConfig:
     token: str | None = None
     allowed_origins: frozenset[str] = frozenset()
     ice_timeout_s: float = 15.0
+    ice_servers: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

@@ -25,7 +25,7 @@ from hw_sim import PROFILES, get_profile
 from stream.admission import Admission, ServerConfig, guard_middleware
 from stream.pipelines import Pipelines, SessionOptions
 from stream.tls import DEFAULT_TLS_DIR, lan_addresses, self_signed_certificate, server_context
-from stream.webrtc import WebRtcGateway
+from stream.webrtc import WebRtcGateway, check_ice_server
 from stream.ws_api import WebsocketApi
 
 log = logging.getLogger(__name__)
@@ -208,6 +208,13 @@ def _check_arguments(
         _exit(f"--profile: {exc.args[0]}")
     if (cert is None) != (key is None):
         _exit("--cert and --key go together: give both, or neither for a self-signed pair")
+    for url in config.ice_servers:
+        try:
+            check_ice_server(url)
+        except ValueError as exc:
+            _exit(f"--ice-server {url}: {exc}")
+    if len(config.ice_servers) > 1:  # aiortc would use the first and ignore the others
+        _exit(f"--ice-server: aiortc uses one STUN server, not {len(config.ice_servers)}")
     try:
         addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:

@@ -6,13 +6,21 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import uuid
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from aiohttp import web
-from aiortc import MediaStreamTrack, RTCDataChannel, RTCPeerConnection, RTCSessionDescription
+from aiortc import (
+    MediaStreamTrack,
+    RTCConfiguration,
+    RTCDataChannel,
+    RTCIceServer,
+    RTCPeerConnection,
+    RTCSessionDescription,
+)
 from aiortc.mediastreams import MediaStreamError
 from av import VideoFrame
 
@@ -34,6 +42,24 @@ MAX_CHANNEL_BACKLOG = 4 * MAX_CHANNEL_BUFFER
 keeps ICE alive but stops reading its channel must not grow the queue forever."""
 TRANSPORT = "webrtc"
 OFFER_SHAPE = "need {'sdp': str, 'type': 'offer'}"
+STUN_URL = re.compile(r"stun:[A-Za-z0-9.-]+(?::(?P<port>[0-9]{1,5}))?")
+"""``stun:HOST[:PORT]``, HOST a name or an IPv4 address (aioice resolves it for IPv4 only):
+a URL aiortc both parses and uses (it takes no IPv6 literal, and skips ``stuns:``)."""
+
+
+def check_ice_server(url: str) -> None:
+    """Raises ``ValueError`` with the reason unless ``url`` is a :data:`STUN_URL`."""
+    match = STUN_URL.fullmatch(url)
+    if match is None:
+        raise ValueError("not stun:HOST[:PORT]")
+    if match["port"] is not None and not 1 <= int(match["port"]) <= 65535:
+        raise ValueError("port outside 1..65535")
+
+
+def rtc_configuration(config: ServerConfig) -> RTCConfiguration:
+    """The server's ICE servers for one peer connection: ``iceServers=[]`` when none are
+    configured, as ``None`` would mean aiortc's default, Google's STUN server."""
+    return RTCConfiguration(iceServers=[RTCIceServer(urls=url) for url in config.ice_servers])
 
 
 @dataclass(slots=True)
@@ -105,7 +131,7 @@ class WebRtcGateway:
             return refuse(503, ticket)
 
         peer_id = uuid.uuid4().hex
-        peer = Peer(RTCPeerConnection(), ticket)
+        peer = Peer(RTCPeerConnection(rtc_configuration(self.config)), ticket)
         self.peers[peer_id] = peer
         metrics.SESSIONS.labels(TRANSPORT).inc()
         pc = peer.pc

@@ -89,3 +89,21 @@ def test_eval_hw_help_names_its_options_metavars(capsys):
     assert done.value.code == 0
     out = capsys.readouterr().out
     assert "--profile NAME" in out and "--profiles FILE" in out and "HW_PROFILES" not in out
+
+
+@pytest.mark.parametrize(
+    ("flags", "servers"),
+    [
+        pytest.param([], (), id="default-none"),
+        pytest.param(
+            ["--ice-server", "stun:example.org:3478"], ("stun:example.org:3478",), id="given"
+        ),
+    ],
+)
+def test_ice_servers_reach_the_server_config(monkeypatch, flags, servers):
+    configs = []
+    monkeypatch.setattr(
+        stream.server, "serve", lambda _h, _p, config, *_, **__: configs.append(config)
+    )
+    assert run.main(["serve", *flags]) == 0
+    assert [config.ice_servers for config in configs] == [servers]

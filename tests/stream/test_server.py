@@ -165,3 +165,26 @@ def test_a_file_as_targets_folder_ends_start_up_with_one_line(started, capsys, t
         f"run.py serve: error: --targets: {file} is a file, not a targets folder\n"
     )
     assert not started
+
+
+@pytest.mark.parametrize(
+    ("servers", "error"),
+    [
+        (("stun.example.org:3478",), "--ice-server stun.example.org:3478: not stun:HOST[:PORT]"),
+        (("stun:",), "--ice-server stun:: not stun:HOST[:PORT]"),
+        (("stun:example.org:port",), "--ice-server stun:example.org:port: not stun:HOST[:PORT]"),
+        (("stun:[::1]:3478",), "--ice-server stun:[::1]:3478: not stun:HOST[:PORT]"),
+        (("turn:example.org",), "--ice-server turn:example.org: not stun:HOST[:PORT]"),
+        (("stun:example.org:0",), "--ice-server stun:example.org:0: port outside 1..65535"),
+        (("stun:example.org:65536",), "--ice-server stun:example.org:65536: port outside 1..65535"),
+        (("stun:a.example", "stun:b.example"), "--ice-server: aiortc uses one STUN server, not 2"),
+    ],
+)
+def test_a_malformed_ice_server_ends_start_up_with_one_line(
+    started, capsys, tmp_path, servers, error
+):
+    with pytest.raises(SystemExit) as exited:
+        serve("127.0.0.1", 8080, ServerConfig(ice_servers=servers), targets=tmp_path)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == f"run.py serve: error: {error}\n"
+    assert not started

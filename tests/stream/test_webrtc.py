@@ -9,13 +9,13 @@ import aiohttp
 import av
 import pytest
 from aiohttp.test_utils import TestServer
-from aiortc import RTCPeerConnection, RTCSessionDescription, VideoStreamTrack
+from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription, VideoStreamTrack
 from fakes import red_square_frame
 from prometheus_client import REGISTRY
 from resources import released, snapshot
 
 import stream.webrtc
-from stream.admission import Admission, Ticket
+from stream.admission import Admission, ServerConfig, Ticket
 from stream.server import ADMISSION, GATEWAY, loopback_host_addresses
 from stream.session import error_message
 from stream.webrtc import MAX_CHANNEL_BACKLOG, MAX_CHANNEL_BUFFER, Peer
@@ -129,8 +129,9 @@ async def test_a_peer_that_vanishes_is_closed_when_ice_consent_expires(fake_serv
 
 
 async def client_offer(video: str | None = "sendonly", channel: bool = True) -> str:
-    """A real aiortc offer's SDP (its peer closed again) for the tests to spoil."""
-    pc = RTCPeerConnection()
+    """A real aiortc offer's SDP (its peer closed again) for the tests to spoil; its own
+    gathering asks no STUN server (aiortc's default would be Google's)."""
+    pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
     if channel:
         pc.createDataChannel("results")
     if video:
@@ -216,6 +217,43 @@ async def test_a_client_that_leaves_while_its_answer_is_made_leaves_nothing_behi
     await server_let_go(fake_server, 10)
     assert webrtc_sessions() == sessions
     await released(fds, tasks)  # no peer connection, ICE socket, session or task is left over
+
+
+@pytest.fixture
+def stun_queries(monkeypatch) -> list[tuple[str, int]]:
+    """The STUN servers asked for a server-reflexive candidate while ICE gathers; none answers
+    (the query would otherwise leave this machine)."""
+    import aioice.ice
+
+    asked: list[tuple[str, int]] = []
+
+    async def unanswered(protocol, stun_server):
+        asked.append(stun_server)
+        raise ConnectionError("no STUN server here")
+
+    monkeypatch.setattr(aioice.ice, "server_reflexive_candidate", unanswered)
+    return asked
+
+
+async def answer_to_an_offer(server: TestServer) -> str:
+    url = f"http://127.0.0.1:{server.port}/offer"
+    body = {"sdp": await client_offer(), "type": "offer"}
+    async with asyncio.timeout(10), aiohttp.ClientSession() as http, http.post(url, json=body) as r:
+        assert r.status == 200
+        return (await r.json())["sdp"]
+
+
+async def test_by_default_the_server_asks_no_stun_server(fake_server, stun_queries):
+    """aiortc's default ICE servers are Google's STUN server: every offer would query it."""
+    answer = await answer_to_an_offer(fake_server)
+    assert stun_queries == []
+    assert "typ host" in answer and "typ srflx" not in answer
+
+
+async def test_the_server_asks_the_stun_server_it_is_given(make_server, stun_queries):
+    server = await make_server(ServerConfig(ice_servers=("stun:example.org:3478",)))
+    await answer_to_an_offer(server)
+    assert stun_queries and set(stun_queries) == {("example.org", 3478)}
 
 
 SHAPE = "need {'sdp': str, 'type': 'offer'}"
