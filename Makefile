@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: run test lint types unit bench browser-deps train-deps clean
+.PHONY: run test lint types unit bench system-deps train-deps clean
 
 # Re-install only when pyproject.toml changes.
 $(VENV)/.run-deps: pyproject.toml
@@ -21,13 +21,17 @@ $(VENV)/.dev-deps: pyproject.toml $(VENV)/.run-deps
 run: $(VENV)/.run-deps
 	$(PY) run.py serve --host $(HOST) --port $(PORT)
 
-# Debian's chromium drives the real-browser tests (Playwright's own download does not work offline).
-browser-deps:
-	@if ! command -v chromium >/dev/null 2>&1; then \
+# Debian packages the tests need: chromium drives the real-browser tests (Playwright's own
+# download does not work offline); mate-backgrounds holds nature photos of the training scenes.
+system-deps:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	[ -d /usr/share/backgrounds/mate/nature ] || missing="$$missing mate-backgrounds"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	  else \
-	    echo "chromium is missing: run 'sudo apt-get install chromium'"; exit 1; \
+	    echo "missing Debian packages: run 'sudo apt-get install$$missing'"; exit 1; \
 	  fi; \
 	fi
 
@@ -41,7 +45,7 @@ types: $(VENV)/.dev-deps
 unit: $(VENV)/.dev-deps
 	$(PY) -m pytest -q
 
-test: browser-deps lint types unit
+test: system-deps lint types unit
 
 # Tables of where the milliseconds go, and the OCR alternative (docs/benchmarks.md). Minutes.
 bench: $(VENV)/.run-deps

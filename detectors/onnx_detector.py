@@ -35,6 +35,7 @@ from detectors.core import (
     require_bgr_image,
 )
 from detectors.reshape import at_input_size
+from detectors.shared_weights import check_donors
 
 MAX_PEAKS = 20
 NMS_IOU = 0.5
@@ -217,6 +218,7 @@ class OnnxDetector:
         self.card = card
         self.threshold = card.threshold if threshold is None else threshold
         outputs = [card.heatmap_output, card.boxes_output]
+        check_donors(card.model_path)  # borrowed bytes from a changed file would run silently
         self.network = Network(str(card.model_path), card.input, outputs, threads)
         self.close_up = self.network
         size = None if card.zoom is None else card.zoom.size

@@ -40,6 +40,7 @@ from detectors.card import ModelCardError, read_card, write_card
 from detectors.core import ImageBGR
 from detectors.evaluate import match, median_ms
 from detectors.onnx_detector import OnnxDetector, fit_into, letterbox
+from detectors.shared_weights import read_model
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,8 @@ def quantize_model(
 ) -> None:
     """Static INT8 quantization of ``fp32`` into ``int8`` (MinMax calibration on ``reader``)."""
     prepared = int8.with_suffix(".prep.onnx")
-    quant_pre_process(str(fp32), str(prepared), skip_symbolic_shape=True)
+    # A file that borrows weights is quantized as the plain graph export made, as it was shipped.
+    quant_pre_process(read_model(fp32), str(prepared), skip_symbolic_shape=True)
     try:
         quantize_static(
             str(prepared),

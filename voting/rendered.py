@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from detectors.card import ModelCard, read_card
 from detectors.core import Box, ConfirmingDetector, Detection, Detections, Detector, iou
+from detectors.shared_weights import model_files
 from voting.simulate import BASE_FPS, FRAME_H, FRAME_W, FU, Clip, ClipCheck, GroundTruthObject
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fuscan/voting"
@@ -53,11 +54,14 @@ def generator_fingerprint(package: Path = GENERATOR_PACKAGE) -> str:
 def detector_fingerprint(card: ModelCard, runtime: str) -> str:
     """Content hash of what a shipped detector's output depends on.
 
-    The model file's bytes, the card's threshold, input and output spec and
-    second look (they live in the card, beside the file) and the inference ``runtime`` (e.g.
+    The model file's bytes (and those of the file it borrows weights from), the
+    card's threshold, input and output spec and second look (they live in the
+    card, beside the file) and the inference ``runtime`` (e.g.
     ``"onnxruntime 1.20.1"``: INT8 kernels may round differently).
     """
-    digest = hashlib.sha256(card.model_path.read_bytes())
+    digest = hashlib.sha256()
+    for path in model_files(card.model_path):
+        digest.update(path.read_bytes())
     spec = {
         "threshold": card.threshold,
         "input": [card.input.width, card.input.height, card.input.scale, card.input.pad_value],

@@ -52,8 +52,9 @@ class Product:
 
 
 def _photos() -> tuple[ImageBGR, ...]:
-    """Photos products are cut from: the training split (clip backgrounds use the others)."""
-    return tuple(p for p in load_photos("train") if min(p.shape[:2]) >= 300)
+    """Photos products are cut from: training photos of things (clip backgrounds use the
+    held-out ones)."""
+    return tuple(p for p in load_photos("objects") if min(p.shape[:2]) >= 300)
 
 
 def photo_product(seed: int) -> Product:

@@ -1,8 +1,10 @@
 """Background photos for synthetic scenes, split into training and held-out evaluation sets.
 
-The photos are the sample images that scikit-image ships (no download). Where
-scikit-image is not installed (the GPU machine), a pack written by
-``python -m detectors.synth.backgrounds --pack PATH`` stands in for it.
+The photos are the sample images that scikit-image ships (no download) and, for
+training, the nature photos of Debian's ``mate-backgrounds`` package: close-ups of
+flowers, leaves and grass, colourful where scikit-image's are mostly grey or
+microscopic. Where either is not installed (the GPU machine), a pack written by
+``python -m detectors.synth.backgrounds --pack PATH`` stands in for them.
 """
 
 from __future__ import annotations
@@ -18,12 +20,22 @@ import numpy.typing as npt
 
 from detectors.core import ImageBGR
 
-TRAIN_PHOTOS = (
+SKIMAGE_TRAIN_PHOTOS = (
     "astronaut.png", "brick.png", "camera.png", "cell.png", "chelsea.png", "clock_motion.png",
     "coins.png", "color.png", "grass.png", "gravel.png", "hubble_deep_field.jpg", "ihc.png",
     "moon.png", "page.png", "retina.jpg", "text.png",
 )  # fmt: skip
+NATURE_PHOTOS = (
+    "Aqua.jpg", "Blinds.jpg", "Dune.jpg", "FreshFlower.jpg", "Garden.jpg", "GreenMeadow.jpg",
+    "LadyBird.jpg", "RainDrops.jpg", "Storm.jpg", "TwoWings.jpg", "Wood.jpg", "YellowFlower.jpg",
+)  # fmt: skip
+NATURE_DIR = Path("/usr/share/backgrounds/mate/nature")
+"""Where Debian's ``mate-backgrounds`` puts :data:`NATURE_PHOTOS` (``make test`` installs it)."""
+TRAIN_PHOTOS = SKIMAGE_TRAIN_PHOTOS + NATURE_PHOTOS
 EVAL_PHOTOS = ("coffee.png", "motorcycle_left.png", "rocket.jpg")
+PHOTO_SETS = {"train": TRAIN_PHOTOS, "eval": EVAL_PHOTOS, "objects": SKIMAGE_TRAIN_PHOTOS}
+"""Photo names by split; object scan cuts its products from "objects" (things, not close-ups
+of grass), which are training photos too."""
 PACK_ENV = "FUSCAN_BACKGROUND_PACK"
 """If set, the path of a background pack to read instead of scikit-image's files."""
 _MAX_SIDE = 640
@@ -35,10 +47,15 @@ def _skimage_dir() -> Path:
     return Path(skimage.data.__file__).resolve().parent
 
 
+def _photo_path(name: str) -> Path:
+    return NATURE_DIR / name if name in NATURE_PHOTOS else _skimage_dir() / name
+
+
 def _read_photo(path: Path) -> ImageBGR:
     image = cv2.imread(str(path), cv2.IMREAD_COLOR)
     if image is None:
-        raise FileNotFoundError(f"cannot read background photo {path}")
+        hint = " (install Debian's mate-backgrounds)" if path.parent == NATURE_DIR else ""
+        raise FileNotFoundError(f"cannot read background photo {path}{hint}")
     scale = _MAX_SIDE / max(image.shape[:2])
     if scale < 1:
         image = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
@@ -49,30 +66,29 @@ def _decode(blob: npt.NDArray[np.uint8]) -> ImageBGR:
     return np.asarray(cv2.imdecode(blob, cv2.IMREAD_COLOR), np.uint8)
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=len(PHOTO_SETS))
 def load_photos(split: str) -> tuple[ImageBGR, ...]:
-    """The background photos of ``split`` ("train" or "eval") as BGR images, longer side <= 640.
+    """The photos of ``split`` (a key of :data:`PHOTO_SETS`) as BGR images, longer side <= 640.
 
     Raises:
-        ValueError: ``split`` is neither "train" nor "eval".
+        ValueError: ``split`` is not a key of :data:`PHOTO_SETS`.
     """
-    names = {"train": TRAIN_PHOTOS, "eval": EVAL_PHOTOS}.get(split)
+    names = PHOTO_SETS.get(split)
     if names is None:
-        raise ValueError(f"split must be 'train' or 'eval', not {split!r}")
+        raise ValueError(f"split must be one of {', '.join(PHOTO_SETS)}, not {split!r}")
     pack = os.environ.get(PACK_ENV)
     if pack:
         with np.load(pack) as blobs:
             return tuple(_decode(blobs[name]) for name in names)
-    root = _skimage_dir()
-    return tuple(_read_photo(root / name) for name in names)
+    return tuple(_read_photo(_photo_path(name)) for name in names)
 
 
 def write_pack(path: Path) -> None:
     """Write every photo, JPEG-compressed, to one ``.npz`` for machines without scikit-image."""
-    root = _skimage_dir()
     blobs = {}
     for name in TRAIN_PHOTOS + EVAL_PHOTOS:
-        ok, blob = cv2.imencode(".jpg", _read_photo(root / name), [cv2.IMWRITE_JPEG_QUALITY, 80])
+        photo = _read_photo(_photo_path(name))
+        ok, blob = cv2.imencode(".jpg", photo, [cv2.IMWRITE_JPEG_QUALITY, 80])
         if not ok:
             raise RuntimeError(f"cannot encode {name}")
         blobs[name] = blob

@@ -3,7 +3,10 @@
     python -m detectors.train.export --checkpoint build/detector/supernet.pt
 
 INT8 is ONNX Runtime static quantization calibrated on generated training
-scenes. The format (QDQ or QOperator), per-channel weights and the activation
+scenes. A tier as wide as the widest (its own batch norm, a smaller input)
+keeps its FP32 convolution weights in the widest's file
+(:mod:`detectors.shared_weights`); its card says ``weights_from``.
+The format (QDQ or QOperator), per-channel weights and the activation
 type are options so they can be compared; the defaults are what shipped.
 Accuracy and latency are added to the cards by ``python -m detectors.evaluate --write-cards``.
 """
@@ -19,6 +22,7 @@ import torch
 
 from detectors.card import MODELS_DIR, update_card, write_card
 from detectors.quantize import QuantSettings, TensorReader, card_preprocess, quantize_model
+from detectors.shared_weights import share_weights
 from detectors.synth.scenes import render_scene
 from detectors.train.model import (
     INPUT_SCALE,
@@ -145,6 +149,20 @@ def main(argv: list[str] | None = None) -> None:
             print(
                 f"{path.name}: {path.stat().st_size} bytes, {macs / 1e6:.0f}M MACs, {params} params"
             )
+    # Quantized above from the plain files: a tier as wide as the widest stores only what differs.
+    donor = args.out / f"fu_{TIERS[-1]}.fp32.onnx"
+    for tier in args.tiers:
+        fp32 = args.out / f"fu_{tier}.fp32.onnx"
+        as_wide = WIDTH[tier] == WIDTH[TIERS[-1]]
+        if (
+            fp32 != donor
+            and as_wide
+            and donor.exists()
+            and (borrowed := share_weights(fp32, donor))
+        ):
+            size = fp32.stat().st_size
+            update_card(fp32.with_suffix(".json"), file_size=size, weights_from=donor.name)
+            print(f"{fp32.name}: {size} bytes, {borrowed} convolutions' weights from {donor.name}")
 
 
 if __name__ == "__main__":

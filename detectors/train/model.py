@@ -1,7 +1,8 @@
 """The 福 detector network: a slimmable supernet of plain 3x3 convolutions, and its tiers.
 
 One set of weights serves every tier: a tier uses the first ``width`` channels
-of each convolution and its own batch-norm statistics (switchable BN). For
+of each convolution, at its own input size, and its own batch-norm statistics
+(switchable BN). For
 export, :func:`materialize` cuts a tier out as an ordinary network with the
 batch norm folded into the convolutions, so the ONNX graph is Conv/Relu only
 (what ONNX Runtime's INT8 kernels run fastest).
@@ -19,7 +20,9 @@ from torch import nn
 
 STRIDE = 8
 TIERS = ("s", "m", "l")
-WIDTH = {"s": 0.5, "m": 0.75, "l": 1.0}
+WIDTH = {"s": 1.0, "m": 0.75, "l": 1.0}
+"""Each tier's share of the channels. ``s`` keeps them all: layers narrower than about
+16 channels gain little from INT8 (docs/benchmarks.md), so it saves its MACs in pixels."""
 INPUT_SCALE = {"s": 0.5, "m": 1.0, "l": 1.0}
 """Each tier's input side as a fraction of the widest tier's: the smallest trades
 resolution for speed (a quarter of the pixels), so it also trains on shrunk scenes."""

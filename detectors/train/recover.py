@@ -26,13 +26,13 @@ import json
 from pathlib import Path
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 import torch
 from onnx import numpy_helper
 from torch import nn
 
 from detectors.card import MODELS_DIR
+from detectors.shared_weights import read_model
 from detectors.train.model import INPUT_SCALE, TIERS, FuNet, SlimConv, input_size, materialize
 from detectors.train.targets import generate
 from detectors.train.train import at_scale
@@ -46,7 +46,7 @@ MAX_RATIO_RESIDUAL = 1e-4
 
 
 def _initializers(path: Path) -> dict[str, np.ndarray]:
-    return {i.name: numpy_helper.to_array(i) for i in onnx.load(str(path)).graph.initializer}
+    return {i.name: numpy_helper.to_array(i) for i in read_model(path).graph.initializer}
 
 
 def _file_weights(layer: str, tensors: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

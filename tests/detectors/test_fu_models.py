@@ -3,11 +3,13 @@
 import json
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 
 from detectors.card import MODELS_DIR, find_card, list_cards
 from detectors.core import BadImageError, iou
 from detectors.onnx_detector import load_detector
+from detectors.shared_weights import check_donors, model_files, read_model
 from detectors.synth.scenes import make_clip
 
 CARDS = [c for c in list_cards() if c.model_path.name.startswith("fu_")]
@@ -31,7 +33,25 @@ def test_card_matches_its_file(card) -> None:  # type: ignore[no-untyped-def]
     if card.precision == "int8":
         fp32 = MODELS_DIR / raw["fp32_model"]
         assert fp32.exists()
-        assert card.model_path.stat().st_size <= 0.3 * fp32.stat().st_size
+        # Against the weights the FP32 file loads, which may live in another file.
+        assert card.model_path.stat().st_size <= 0.3 * read_model(fp32).ByteSize()
+    if "weights_from" in raw:
+        assert model_files(card.model_path) == [card.model_path, MODELS_DIR / raw["weights_from"]]
+        check_donors(card.model_path)
+
+
+def test_a_tier_as_wide_as_l_stores_only_what_differs() -> None:
+    """s runs l's channels (its own batch norm, half the input side): its FP32 file borrows."""
+    s, widest = find_card("s", "fp32"), find_card("l", "fp32")
+    assert model_files(s.model_path) == [s.model_path, widest.model_path]
+    assert s.model_path.stat().st_size < 0.05 * widest.model_path.stat().st_size
+    x = np.random.default_rng(0).random((1, 3, s.input.height, s.input.width), np.float32)
+    runs = [
+        ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"images": x})
+        for model in (str(s.model_path), read_model(s.model_path).SerializeToString())
+    ]
+    for borrowed, plain in zip(*runs, strict=True):
+        np.testing.assert_allclose(borrowed, plain, rtol=1e-4, atol=1e-4)
 
 
 def test_models_stay_small() -> None:

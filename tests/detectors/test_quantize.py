@@ -6,10 +6,12 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+import onnx
 import pytest
 
 from detectors import quantize
 from detectors.card import MODELS_DIR, read_card
+from detectors.shared_weights import read_model
 from detectors.synth.scenes import render_scene
 
 
@@ -54,7 +56,7 @@ def test_a_model_without_card_is_fed_by_the_given_preprocessing(
     tmp_path: Path, photos: Path
 ) -> None:
     model = tmp_path / "theirs.onnx"
-    shutil.copy(MODELS_DIR / "fu_s.fp32.onnx", model)
+    onnx.save(read_model(MODELS_DIR / "fu_s.fp32.onnx"), model)  # no donor beside it
     out = tmp_path / "theirs-int8.onnx"
     report = run_quantize(
         str(model), "--calib", str(photos), "--out", str(out), "--resize", "letterbox"
@@ -87,7 +89,7 @@ def test_unusable_input_is_refused_with_a_reason(
     tmp_path: Path, photos: Path, setup: str, message: str
 ) -> None:
     model = tmp_path / "m.onnx"
-    shutil.copy(MODELS_DIR / "fu_s.fp32.onnx", model)
+    onnx.save(read_model(MODELS_DIR / "fu_s.fp32.onnx"), model)  # no donor beside it
     calib = photos
     extra: list[str] = []
     if setup == "missing model":

@@ -116,3 +116,14 @@ def test_cached_clips_keep_the_check_of_every_detection_for_the_voter_to_ask(tmp
             assert cached.check.scores[i][found] == own.check(found)
             confirm = cached.confirmer(i)
             assert confirm is not None and confirm(found) == own(found)
+
+
+def test_detector_fingerprint_covers_the_weights_a_file_borrows(tmp_path):
+    shipped = find_card("s", "fp32")
+    for name in ("fu_s.fp32.onnx", "fu_s.fp32.json", "fu_l.fp32.onnx"):
+        (tmp_path / name).write_bytes((shipped.path.parent / name).read_bytes())
+    card = dataclasses.replace(shipped, path=tmp_path / "fu_s.fp32.json")
+    before = detector_fingerprint(card, "ort")
+    donor = tmp_path / "fu_l.fp32.onnx"
+    donor.write_bytes(donor.read_bytes() + b"\0")
+    assert detector_fingerprint(card, "ort") != before
