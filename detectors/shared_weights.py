@@ -55,7 +55,11 @@ def share_weights(path: Path, donor: Path) -> int:
     borrowed: list[TensorProto] = []
     for node in model.graph.node:
         shared = None
-        if node.op_type == "Conv" and len(node.input) == 3:
+        if (
+            node.op_type == "Conv"
+            and len(node.input) == 3
+            and set(node.input[1:]) <= weights.keys()
+        ):
             shared = _borrow(node, weights, donor_weights.get(node.input[1]), donor, donor_bytes)
         if shared is None:
             nodes.append(node)
