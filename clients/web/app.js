@@ -256,8 +256,8 @@ function startWebsocket(generation, onLost) {
 // A browser does not show why a websocket upgrade failed. Ask the guard (token, origin) with
 // an empty offer: it answers 401/403 before it looks at the body, else 400, and takes no slot.
 // A 400 means the server is up and lets this page in, so admission refused the upgrade: 503,
-// all sessions in use (docs/api.md, section 5). A plain GET /ws would say so itself, but the
-// server admits that as a session when it is not full.
+// all sessions in use (docs/api.md, section 5). A plain GET /ws cannot tell: the server refuses
+// it (400) before admission.
 async function upgradeRefusal() {
   try {
     const response = await fetch(withToken("/offer"), { method: "POST", body: "{}" });
