@@ -183,7 +183,8 @@ def read_model(path: Path) -> onnx.ModelProto:
     tensors = {t.name: t for t in model.graph.initializer}
     producers = {n.output[0]: n for n in model.graph.node}
     folded: dict[str, tuple[onnx.NodeProto, str, str]] = {}  # Add output -> conv, weight, bias
-    dropped: set[str] = set()
+    dropped_nodes: set[str] = set()  # each borrowed Conv, Mul, Add: one plain Conv instead
+    scales: set[str] = set()
     for add in model.graph.node:
         if add.op_type != "Add" or not add.name.endswith(BIAS_SUFFIX):
             continue
@@ -195,12 +196,13 @@ def read_model(path: Path) -> onnx.ModelProto:
         _replace(tensors, conv.input[1], weight * scale[:, None, None, None])
         _replace(tensors, add.input[1], bias)
         folded[add.output[0]] = (conv, conv.input[1], add.input[1])
-        dropped |= {conv.name, mul.name, add.name, mul.input[1]}
+        dropped_nodes |= {conv.name, mul.name, add.name}
+        scales.add(mul.input[1])
     if not folded:
         return model
     nodes = []
     for node in model.graph.node:
-        if node.name in dropped:
+        if node.name in dropped_nodes:
             if node.output[0] in folded:
                 conv, weight_name, bias_name = folded[node.output[0]]
                 plain = onnx.NodeProto()
@@ -213,7 +215,7 @@ def read_model(path: Path) -> onnx.ModelProto:
         nodes.append(node)
     del model.graph.node[:]
     model.graph.node.extend(nodes)
-    kept = [tensors[name] for name in tensors if name not in dropped]
+    kept = [tensor for name, tensor in tensors.items() if name not in scales]
     del model.graph.initializer[:]
     model.graph.initializer.extend(kept)
     props = [p for p in model.metadata_props if p.key not in (DONOR_KEY, DIGEST_KEY)]

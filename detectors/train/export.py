@@ -150,16 +150,12 @@ def main(argv: list[str] | None = None) -> None:
                 f"{path.name}: {path.stat().st_size} bytes, {macs / 1e6:.0f}M MACs, {params} params"
             )
     # Quantized above from the plain files: a tier as wide as the widest stores only what differs.
-    donor = args.out / f"fu_{TIERS[-1]}.fp32.onnx"
-    for tier in args.tiers:
+    widest = TIERS[-1]
+    donor = args.out / f"fu_{widest}.fp32.onnx"
+    as_wide = [t for t in args.tiers if t != widest and WIDTH[t] == WIDTH[widest]]
+    for tier in as_wide if donor.exists() else []:
         fp32 = args.out / f"fu_{tier}.fp32.onnx"
-        as_wide = WIDTH[tier] == WIDTH[TIERS[-1]]
-        if (
-            fp32 != donor
-            and as_wide
-            and donor.exists()
-            and (borrowed := share_weights(fp32, donor))
-        ):
+        if borrowed := share_weights(fp32, donor):
             size = fp32.stat().st_size
             update_card(fp32.with_suffix(".json"), file_size=size, weights_from=donor.name)
             print(f"{fp32.name}: {size} bytes, {borrowed} convolutions' weights from {donor.name}")

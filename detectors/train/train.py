@@ -240,9 +240,9 @@ def train(args: argparse.Namespace) -> None:
                 if teacher_net is not None and tier in args.teacher_tiers:
                     with torch.no_grad():
                         teacher_net.set_tier(tier)
-                        held = tuple(t.float() for t in teacher_net(tier_x))
+                        held_heat, held_box = (t.float() for t in teacher_net(tier_x))
                     tier_loss = tier_loss + args.teacher_weight * distill_loss(
-                        heat, box, (held[0], held[1]), y[scale]
+                        heat, box, (held_heat, held_box), y[scale]
                     )
                 loss = loss + tier_loss
                 losses[tier] = tier_loss.item() if step % 100 == 0 else 0.0
