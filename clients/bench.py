@@ -57,6 +57,7 @@ from av.video.codeccontext import VideoCodecContext
 from onnx import TensorProto, helper, numpy_helper
 
 from clients.hw_bench import percentile, table
+from clients.loadtest import add_phases_argument, local_server, measure_load
 from clients.ws_client import encode_jpeg
 from detectors.card import ModelCard, find_card, list_cards
 from detectors.core import ImageBGR
@@ -1047,19 +1048,20 @@ def capacity_row(result: Any, transport: str) -> CapacityRow:
 
 
 def capacity_rows(
-    ladder: Sequence[int], transports: Sequence[str], duration: float, profile: str
+    ladder: Sequence[int],
+    transports: Sequence[str],
+    duration: float,
+    profile: str,
+    phases: str = "independent",
 ) -> list[CapacityRow]:
     """Step up the streams of each transport (one local server) until a step is not held."""
-    from clients.loadtest import local_server, measure_load
-
     logging.getLogger("aioice").setLevel(logging.WARNING)  # one line per ICE check otherwise
     rows = []
-    server = cast(contextlib.AbstractContextManager[tuple[str, int]], local_server(profile))
-    with server as (url, pid):
+    with local_server(profile) as (url, pid):
         for transport in transports:
             for n in ladder:
                 ws, rtc = (n, 0) if transport == "websocket" else (0, n)
-                result = uvloop.run(measure_load(url, pid, ws, rtc, FPS, duration, 1.0))
+                result = uvloop.run(measure_load(url, pid, ws, rtc, FPS, duration, 1.0, phases))
                 row = capacity_row(result, transport)
                 rows.append(row)
                 time.sleep(1.0)  # let the sessions close
@@ -1284,6 +1286,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transports", default="websocket,webrtc")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per capacity step")
     parser.add_argument("--profile", default="high", help="device profile of the server sessions")
+    add_phases_argument(parser)
     parser.add_argument("--ocr-clips", type=int, default=40, help="clips per content, OCR")
     parser.add_argument("--ocr-per-clip", type=int, default=2, help="frames per clip, OCR")
     parser.add_argument("--ocr-threads", type=int, default=1, help="threads, ours and OCR alike")
@@ -1373,10 +1376,11 @@ def run_bench(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
     if "capacity" in sections:
         ladder = [int(n) for n in args.ladder.split(",") if n]
         transports = [t for t in args.transports.split(",") if t]
-        rows_c = capacity_rows(ladder, transports, args.duration, args.profile)
+        rows_c = capacity_rows(ladder, transports, args.duration, args.profile, args.phases)
         out(
             f"\n## Capacity: {FPS:g} fps 640x480 streams, profile {args.profile!r}, "
-            f"{args.duration:g} s per step, load generator on the same machine\n"
+            f"{args.phases} camera phases, {args.duration:g} s per step, "
+            "load generator on the same machine\n"
         )
         out(format_capacity(rows_c))
         summary = capacity_summary(rows_c)

@@ -10,6 +10,12 @@ frames processed and dropped, and the server's CPU, RSS and open files over
 time. Everything runs on this machine, so WebRTC clients send the clip
 VP8-encoded once at start-up (a phone encodes on its own CPU): per stream they cost
 only RTP and SRTP, not a live encoder, of the CPU they share with the server.
+
+Streams started together would tick together: every camera's frame would arrive
+in the same millisecond, a burst no set of independent phones sends. So by
+default (``--phases independent``) each stream's first frame is delayed by its
+own offset within one frame interval (seeded, so runs repeat);
+``--phases aligned`` keeps the lockstep as a worst case.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from detectors.core import ImageBGR
 from stream.server import loopback_host_addresses
 
 VIDEO_CLOCK = 90_000
+PHASES = ("independent", "aligned")
 
 
 @dataclass
@@ -79,6 +86,19 @@ class StreamStats:
             self.errors += 1
 
 
+def stream_phases(n: int, fps: float, phases: str, seed: int = 0) -> list[float]:
+    """Seconds by which each of ``n`` streams delays its first frame.
+
+    ``independent``: uniform within one frame interval, as phones whose cameras
+    started at unrelated times; ``aligned``: none, every stream in lockstep.
+    """
+    if phases not in PHASES:
+        raise ValueError(f"phases must be one of {', '.join(PHASES)}, not {phases!r}")
+    if phases == "aligned":
+        return [0.0] * n
+    return [float(phase) for phase in np.random.default_rng(seed).uniform(0.0, 1.0 / fps, n)]
+
+
 def clip_frames(fps: float) -> list[ImageBGR]:
     from detectors.synth.scenes import make_clip
 
@@ -86,12 +106,12 @@ def clip_frames(fps: float) -> list[ImageBGR]:
 
 
 async def websocket_stream(
-    url: str, frames: list[bytes], fps: float, stop: float, stats: StreamStats
+    url: str, frames: list[bytes], fps: float, stop: float, stats: StreamStats, phase: float
 ) -> None:
     async with connect(url, max_size=2**22) as ws:
         await ws.send(json.dumps({"type": "start"}))
         json.loads(await ws.recv())
-        origin = time.monotonic()
+        origin = time.monotonic() + phase
 
         async def reader() -> None:
             with contextlib.suppress(ConnectionClosed):  # counted by the sender as lost
@@ -115,16 +135,17 @@ async def websocket_stream(
 
 class ClipTrack(VideoStreamTrack):
     """A camera that plays an encoded VP8 clip (one packet per frame, the first a keyframe) in
-    a loop at ``fps``; aiortc's sender packetizes ``av.Packet`` as is. Remembers its start.
+    a loop at ``fps``, its first frame ``phase`` seconds after the sender asks for it;
+    aiortc's sender packetizes ``av.Packet`` as is. Remembers its start.
 
     Every ``recv`` returns a new ``av.Packet``: tracks share the bytes, never a packet,
     whose ``pts`` is per stream. :meth:`request_keyframe` answers a receiver's keyframe
     request (PLI) as a browser does, with the next frame: the clip starts over.
     """
 
-    def __init__(self, packets: list[bytes], fps: float) -> None:
+    def __init__(self, packets: list[bytes], fps: float, phase: float = 0.0) -> None:
         super().__init__()
-        self.packets, self.fps = packets, fps
+        self.packets, self.fps, self.phase = packets, fps, phase
         self.n = 0
         self.first = 0  # the frame at which the clip last started
         self.origin: float | None = None
@@ -134,7 +155,7 @@ class ClipTrack(VideoStreamTrack):
 
     async def recv(self) -> av.Packet[Any]:  # type: ignore[override]
         if self.origin is None:
-            self.origin = time.monotonic()
+            self.origin = time.monotonic() + self.phase
         await asyncio.sleep(max(0.0, self.origin + self.n / self.fps - time.monotonic()))
         packet = av.Packet(self.packets[(self.n - self.first) % len(self.packets)])
         packet.pts = round(self.n * VIDEO_CLOCK / self.fps)
@@ -166,12 +187,12 @@ def send_clip(pc: RTCPeerConnection, track: ClipTrack) -> RTCRtpSender:
 
 
 async def webrtc_stream(
-    url: str, packets: list[bytes], fps: float, stop: float, stats: StreamStats
+    url: str, packets: list[bytes], fps: float, stop: float, stats: StreamStats, phase: float
 ) -> None:
     # No ICE servers: the server is on this host or LAN, and aiortc's default (Google's STUN)
     # would add a lookup per stream.
     pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-    track = ClipTrack(packets, fps)
+    track = ClipTrack(packets, fps, phase)
     channel = pc.createDataChannel("results")
     channel.on(
         "message", lambda raw: stats.on_message(json.loads(raw), track.origin or time.monotonic())
@@ -308,9 +329,17 @@ class LoadResult:
 
 
 async def measure_load(
-    url: str, pid: int | None, ws: int, webrtc: int, fps: float, duration: float, sample: float
+    url: str,
+    pid: int | None,
+    ws: int,
+    webrtc: int,
+    fps: float,
+    duration: float,
+    sample: float,
+    phases: str = "independent",
 ) -> LoadResult:
-    """Stream ``ws`` websocket and ``webrtc`` WebRTC clients to ``url`` for ``duration`` s."""
+    """Stream ``ws`` websocket and ``webrtc`` WebRTC clients to ``url`` for ``duration`` s,
+    their cameras' phases as :func:`stream_phases` gives them."""
     aioice.ice.get_host_addresses = loopback_host_addresses  # loopback only
     images = clip_frames(fps)
     jpegs = [encode_jpeg(image) for image in images]
@@ -320,10 +349,10 @@ async def measure_load(
     stop = time.monotonic() + duration
     samples: list[Sample] = []
     jobs = [
-        websocket_stream(url.replace("http", "ws") + "/ws", jpegs, fps, stop, s)
+        websocket_stream(url.replace("http", "ws") + "/ws", jpegs, fps, stop, s, phase)
         if s.transport == "websocket"
-        else webrtc_stream(url + "/offer", video, fps, stop, s)
-        for s in streams
+        else webrtc_stream(url + "/offer", video, fps, stop, s, phase)
+        for s, phase in zip(streams, stream_phases(len(streams), fps, phases), strict=True)
     ]
     if pid is not None:
         jobs.append(sample_process(pid, sample, stop, samples))
@@ -335,12 +364,13 @@ async def measure_load(
 
 async def run_load(args: argparse.Namespace, url: str, pid: int | None) -> str:
     result = await measure_load(
-        url, pid, args.ws, args.webrtc, args.fps, args.duration, args.sample
+        url, pid, args.ws, args.webrtc, args.fps, args.duration, args.sample, args.phases
     )
     streams, samples = result.streams, result.samples
     header = (
         f"{args.ws} websocket + {args.webrtc} WebRTC streams at {args.fps:g} fps for "
-        f"{args.duration:g} s, clients on the same {psutil.cpu_count()}-core machine "
+        f"{args.duration:g} s, {args.phases} camera phases, "
+        f"clients on the same {psutil.cpu_count()}-core machine "
         f"(client process CPU {result.client_cpu:.0f}% of one core)"
     )
     return header + "\n" + report(streams, samples, args.duration)
@@ -352,9 +382,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fps", type=float, default=15.0)
     parser.add_argument("--duration", type=float, default=20.0, help="seconds")
     parser.add_argument("--sample", type=float, default=5.0, help="resource sample interval, s")
+    add_phases_argument(parser)
     parser.add_argument("--profile", default="host", help="device profile of the local server")
     parser.add_argument("--url", help="target this server instead of starting one")
     parser.add_argument("--pid", type=int, help="server process to sample (with --url)")
+
+
+def add_phases_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--phases",
+        choices=PHASES,
+        default="independent",
+        help="cameras' frame phases: independent (each its own offset) or aligned (lockstep)",
+    )
 
 
 def loadtest_main(args: argparse.Namespace) -> int:

@@ -1,15 +1,16 @@
-"""The load generator survives a server that drops one of its streams, and answers a keyframe
-request as a browser does."""
+"""The load generator survives a server that drops one of its streams, answers a keyframe
+request as a browser does, and starts its cameras at independent phases unless told not to."""
 
 import asyncio
 import json
 import time
 
+import pytest
 from aiortc import RTCPeerConnection
 from aiortc.rtp import RTCP_PSFB_PLI, RtcpPsfbPacket
 from websockets.asyncio.server import ServerConnection, serve
 
-from clients.loadtest import ClipTrack, StreamStats, send_clip, websocket_stream
+from clients.loadtest import ClipTrack, StreamStats, send_clip, stream_phases, websocket_stream
 
 
 async def test_a_websocket_stream_closed_by_the_server_is_counted_lost_not_raised() -> None:
@@ -25,7 +26,7 @@ async def test_a_websocket_stream_closed_by_the_server_is_counted_lost_not_raise
         stats = StreamStats("websocket")
         stop = time.monotonic() + 3.0
         await asyncio.wait_for(
-            websocket_stream(f"ws://127.0.0.1:{port}", [b"jpeg"], 50.0, stop, stats), 5.0
+            websocket_stream(f"ws://127.0.0.1:{port}", [b"jpeg"], 50.0, stop, stats, 0.0), 5.0
         )
     assert stats.lost
     assert 3 <= stats.sent < 50
@@ -44,3 +45,34 @@ async def test_a_keyframe_request_starts_the_clip_over_at_its_keyframe() -> None
     assert sent == [b"key", b"inter1"]
     assert [bytes(p) for p in after] == [b"key", b"inter1"]
     assert [p.pts for p in after] == [2 * 90, 3 * 90]  # the stream's clock goes on
+
+
+@pytest.mark.parametrize(
+    ("n", "fps", "phases", "seed"),
+    [(8, 15.0, "independent", 0), (3, 30.0, "independent", 7), (8, 15.0, "aligned", 0)],
+)
+def test_stream_phases_fall_within_one_frame_interval_and_repeat(
+    n: int, fps: float, phases: str, seed: int
+) -> None:
+    offsets = stream_phases(n, fps, phases, seed)
+    assert len(offsets) == n
+    assert all(0.0 <= phase < 1.0 / fps for phase in offsets)
+    assert offsets == stream_phases(n, fps, phases, seed)
+    if phases == "aligned":
+        assert set(offsets) == {0.0}
+    else:  # no two cameras tick together
+        assert len(set(offsets)) == n
+
+
+def test_an_unknown_phase_model_is_refused() -> None:
+    with pytest.raises(ValueError, match="independent, aligned"):
+        stream_phases(2, 15.0, "random")
+
+
+async def test_a_camera_with_a_phase_starts_its_clock_that_much_later() -> None:
+    track = ClipTrack([b"key", b"inter"], fps=1000.0, phase=0.02)
+    before = time.monotonic()
+    first = await track.recv()
+    assert track.origin is not None
+    assert before + 0.02 <= track.origin <= time.monotonic()
+    assert (bytes(first), first.pts) == (b"key", 0)
