@@ -44,6 +44,7 @@ and far enough from float range that the emulated device's ``t * fps`` cannot ov
 TRANSPORT = "websocket"
 CLOSE_GOING_AWAY = 1001
 CLOSE_INTERNAL_ERROR = 1011
+CLOSE_TRY_AGAIN_LATER = 1013
 
 
 @dataclass(slots=True)
@@ -175,6 +176,19 @@ class WebsocketConnection:
             self.runner.cancel()
 
 
+async def refuse_busy(
+    ws: web.WebSocketResponse, request: web.Request, reason: str
+) -> web.WebSocketResponse:
+    """Upgrade, then close at once with 1013 (try again later) and ``reason``, holding no slot.
+
+    Not HTTP 503: a browser's WebSocket cannot read the status of a refused upgrade, so the
+    demo page could not tell a full server from one it cannot reach; it can read a close code.
+    """
+    await ws.prepare(request)
+    await ws.close(code=CLOSE_TRY_AGAIN_LATER, message=reason.encode())
+    return ws
+
+
 class WebsocketApi:
     """The aiohttp handler of ``GET /ws``; :meth:`close_all` is for shutdown."""
 
@@ -194,7 +208,7 @@ class WebsocketApi:
         ticket = self.admission.admit(request.remote or "?")
         if isinstance(ticket, str):
             metrics.REFUSED.inc()
-            return refuse(503, ticket)
+            return await refuse_busy(ws, request, ticket)
         connection = WebsocketConnection(ws, self.pipelines, self.config.default_profile)
         metrics.SESSIONS.labels(TRANSPORT).inc()
         try:

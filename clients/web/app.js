@@ -19,17 +19,23 @@ const BANNER_MS = 2500;
 const WEBRTC_CONNECT_MS = 8000;      // give up on WebRTC and fall back after this
 const WS_SEND_FPS = 10;              // frame rate of the websocket fallback
 const RECONNECT_MS = [1000, 2000, 5000, 10000];
-const BUSY_RETRY_MS = 5000;          // a full server (503) is asked again this often
+const BUSY_RETRY_MS = 5000;          // a busy server (503, close 1013) is asked again this often
+const CLOSE_TRY_AGAIN_LATER = 1013;  // the websocket's close code when all sessions are in use
 const SPARK_POINTS = 120;
 const HISTORY_ITEMS = 8;
 const REGISTER_TIMEOUT_MS = 15000;     // registering a target: features, disk, index
 
-// The server refused the session with an HTTP status (docs/api.md, section 5) or refused its
-// options (400): retrying as it is, or over the other transport, cannot help, except for 503.
+// The server refused the session with an HTTP status (docs/api.md, section 5), closed its
+// websocket with 1013, or refused its options (400): retrying as it is, or over the other
+// transport, cannot help, except when the server is busy (503, 1013).
 class Refused extends Error {
-  constructor(status, reason) {
+  constructor(status, reason) {  // status: the HTTP status, or the websocket's close code
     super(reason);
     this.status = status;
+  }
+
+  get busy() {  // all sessions are in use: that clears when one ends
+    return this.status === 503 || this.status === CLOSE_TRY_AGAIN_LATER;
   }
 }
 
@@ -57,7 +63,7 @@ function refusalText(err) {
       : "this server needs a token: open the page with ?token=…";
   }
   if (err.status === 403) return `the server does not accept this page's origin (403): ${err.message}`;
-  if (err.status === 503) return `server busy (503): ${err.message}`;
+  if (err.busy) return `server busy (${err.status}): ${err.message}`;
   return `the server refused the session (${err.status}): ${err.message}`;
 }
 
@@ -219,7 +225,7 @@ function startWebsocket(generation, onLost) {
     const ws = new WebSocket(`${scheme}://${location.host}${withToken("/ws")}`);
     const grab = document.createElement("canvas");
     let timer = null;
-    let upgraded = false;  // the server took the connection (past the guard and admission)
+    let upgraded = false;  // the server took the connection (past the guard)
     let opened = false;    // ... and started the session
     let refused = false;
     const transport = { kind: "websocket", close: () => { clearInterval(timer); ws.close(); } };
@@ -243,10 +249,11 @@ function startWebsocket(generation, onLost) {
       }
       if (generation === state.generation) onResult(msg);
     };
-    ws.onclose = () => {
+    ws.onclose = (e) => {
       clearInterval(timer);
       if (refused) return;
-      if (opened) onLost();
+      if (e.code === CLOSE_TRY_AGAIN_LATER) reject(new Refused(e.code, e.reason));
+      else if (opened) onLost();
       else if (upgraded) reject(new Error("/ws closed before the session started"));
       else upgradeRefusal().then(reject);
     };
@@ -255,9 +262,8 @@ function startWebsocket(generation, onLost) {
 
 // A browser does not show why a websocket upgrade failed. Ask the guard (token, origin) with
 // an empty offer: it answers 401/403 before it looks at the body, else 400, and takes no slot.
-// A 400 means the server is up and lets this page in, so admission refused the upgrade: 503,
-// all sessions in use (docs/api.md, section 5). A plain GET /ws cannot tell: the server refuses
-// it (400) before admission.
+// Anything else is a lost connection: a full server does not refuse the upgrade, it closes the
+// websocket with 1013 (docs/api.md, section 5).
 async function upgradeRefusal() {
   try {
     const response = await fetch(withToken("/offer"), { method: "POST", body: "{}" });
@@ -265,7 +271,6 @@ async function upgradeRefusal() {
       const body = await response.json().catch(() => ({}));
       return new Refused(response.status, body.error || response.statusText);
     }
-    if (response.status === 400) return new Refused(503, "all sessions are in use");
   } catch {
     // the server is unreachable: an ordinary loss
   }
@@ -302,13 +307,13 @@ async function connect() {
     resetSession();
     retry("connection lost");
   };
-  // Refused (over either transport): 503 (full) can clear, so ask again now and then, saying
-  // so (it is no lost connection); 400/401/403 cannot, so stop.
+  // Refused (over either transport): a busy server can clear, so ask again now and then,
+  // saying so (it is no lost connection); 400/401/403 cannot, so stop.
   const onRefused = (err) => {
     if (generation !== state.generation) return;
     lost = true;
     resetSession();
-    if (err.status === 503) {
+    if (err.busy) {
       retryIn(BUSY_RETRY_MS, `${refusalText(err)}; trying again in ${BUSY_RETRY_MS / 1000} s…`);
       return;
     }
@@ -433,7 +438,8 @@ function sendTargetPhoto(name, photo) {
       ws.send(photo);
     };
     ws.onmessage = (e) => { clearTimeout(timer); ws.close(); resolve(JSON.parse(e.data)); };
-    ws.onerror = () => { clearTimeout(timer); reject(new Error("websocket error")); };
+    // Closed before an answer: the server's reason (e.g. a full server's, with 1013), if any.
+    ws.onclose = (e) => { clearTimeout(timer); reject(new Error(e.reason || "websocket error")); };
   });
 }
 

@@ -135,16 +135,16 @@ def test_a_denied_camera_is_explained_on_the_page(live_server, tmp_path):
         assert page.evaluate("window.scanResults") == []
 
 
-def test_the_page_reconnects_when_the_server_comes_back(tmp_path):
+@pytest.mark.parametrize("query", ["", "&transport=ws"], ids=["webrtc", "websocket"])
+def test_the_page_reconnects_when_the_server_comes_back(tmp_path, query):
+    clip = clip_file(tmp_path, "fu", seed=7)
     server = start_server()
     try:
-        with demo_page(server.url + "/?autostart", clip_file(tmp_path, "fu", seed=7)) as page:
+        with demo_page(server.url + "/?autostart" + query, clip) as page:
             before = len(wait_for(page, lambda r: len(frames(r)) >= 3))
             stop_server(server)
-            page.wait_for_function(
-                "document.querySelector('#status').textContent.includes('reconnecting')",
-                timeout=30_000,
-            )
+            # The second try found nothing listening: a lost connection, not a busy server.
+            wait_for_status(page, "connection lost; reconnecting in 2 s")
             # Nothing of the lost session stays: no frozen boxes, no stale numbers.
             assert overlay_is_blank(page)
             for stat in ("#stat-transport", "#stat-tier", "#stat-fps", "#stat-latency"):
@@ -212,15 +212,18 @@ def test_a_full_server_says_so_and_a_waiting_tab_gets_in_when_the_other_closes(t
         second = first.context.browser.new_page()  # another tab
         requests = session_requests(second)
         second.goto(server.url + "/?autostart" + query)
-        # A browser is not told why a websocket upgrade failed; the page must still tell a full
-        # server from a dropped network, over either transport, and say so the same way.
-        status = wait_for_status(second, "server busy (503)")
-        assert ("all sessions are in use" if query else "server full (1 sessions)") in status
+        # The server says why over either transport (a websocket's close code and reason, as
+        # WebRTC's HTTP status and body): a full server, not a dropped network.
+        status = wait_for_status(second, "server busy (")
+        code = 1013 if query else 503
+        assert f"server busy ({code}): server full (1 sessions)" in status
         assert "reconnecting" not in status  # not a lost connection
-        assert "trying again in 5 s" in status  # 503 can clear: it keeps asking, slowly
+        assert "trying again in 5 s" in status  # a full server can clear: it keeps asking, slowly
         asked = len(requests)
         second.wait_for_timeout(3000)
         assert len(requests) == asked  # not before those 5 s
+        refusal = second.evaluate("sendTargetPhoto('cup', new Blob()).catch((e) => e.message)")
+        assert refusal == "server full (1 sessions)"  # a target photo is told why too
         first.close()  # pagehide ends its session: the slot is free at once, not after ICE gives up
         wait_for(second, lambda r: len(frames(r)) >= 1, limit_s=30)
         assert second.text_content("#stat-transport") == ("websocket" if query else "WebRTC")

@@ -5,6 +5,7 @@ import aiohttp
 import pytest
 from aiortc import RTCPeerConnection
 from fakes import jpeg, red_square_frame
+from prometheus_client import REGISTRY
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
@@ -77,15 +78,33 @@ async def test_a_session_whose_close_fails_still_gives_its_slot_back(make_server
     assert server.app[ADMISSION].total == 0
 
 
-async def test_the_session_over_the_limit_gets_503_and_the_others_keep_working(make_server):
-    server = await make_server(ServerConfig(max_sessions=2))
+def refusals() -> float:
+    return REGISTRY.get_sample_value("fuscan_sessions_refused_total") or 0.0
+
+
+@pytest.mark.parametrize(
+    ("config", "reason"),
+    [
+        (ServerConfig(max_sessions=2), "server full (2 sessions)"),
+        (ServerConfig(max_sessions_per_client=2), "too many sessions from 127.0.0.1 (2)"),
+    ],
+)
+async def test_a_websocket_over_the_limit_is_closed_with_1013_and_the_others_keep_working(
+    make_server, config, reason
+):
+    """A browser cannot read the status of a refused upgrade, but it can read a close code."""
+    server = await make_server(config)
     async with connect(ws_url(server)) as first, connect(ws_url(server)) as second:
         await start_session(first)
         await start_session(second)
-        with pytest.raises(InvalidStatus) as refused:
-            async with connect(ws_url(server)):
-                pass
-        assert refused.value.response.status_code == 503
+        counted = refusals()
+        async with connect(ws_url(server)) as third:  # the upgrade itself succeeds
+            with pytest.raises(ConnectionClosed) as refused:
+                async with asyncio.timeout(5):
+                    await third.recv()
+        assert (refused.value.rcvd.code, refused.value.rcvd.reason) == (1013, reason)
+        assert server.app[ADMISSION].total == 2  # the refused socket never held a slot
+        assert refusals() == counted + 1
         url = f"http://127.0.0.1:{server.port}/offer"
         async with aiohttp.ClientSession() as http, http.post(url, json={}) as response:
             assert response.status == 400  # validation comes first, then admission
