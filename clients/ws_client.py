@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 import cv2
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
+from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, WebSocketException
 
 from clients.cli_types import positive_number
 from clients.sources import SourceError, bgr_frames, opened
@@ -31,7 +31,7 @@ STATUS_HINTS = {
     401: "missing or wrong token: pass --token",
     403: "origin not allowed",
     404: "no websocket API at this path: it is /ws",
-    503: "server full",
+    503: "service unavailable",
 }
 """Why a server refuses the websocket upgrade with these statuses (docs/api.md, 5.)."""
 
@@ -95,6 +95,9 @@ def connection_problem(url: str, exc: WebSocketException | OSError) -> str:
         status = exc.response.status_code
         hint = STATUS_HINTS.get(status, "not a websocket endpoint: the API is at /ws")
         return f"server refused the websocket at {url}: HTTP {status} ({hint})"
+    if isinstance(exc, ConnectionClosed) and exc.rcvd is not None and exc.rcvd.code == 1013:
+        # A full server upgrades, then closes with 1013 and its reason (docs/api.md, 5.).
+        return f"server busy at {url}: {exc.rcvd.reason or 'no session free'}; try again later"
     if isinstance(exc, OSError):
         return f"cannot connect to {url}: {exc.strerror or str(exc) or type(exc).__name__}"
     return f"websocket to {url} failed: {exc}"

@@ -11,6 +11,7 @@ import socket
 import cv2
 import pytest
 from fakes import red_square_frame
+from websockets.asyncio.client import connect
 
 from clients.sources import SourceError
 from clients.ws_client import DEFAULT_URL, add_arguments, client_main, stream_source
@@ -69,6 +70,16 @@ async def test_a_wrong_url_token_or_server_is_one_line_and_exit_2(
     assert status == 2 and out == ""
     (line,) = err.strip().splitlines()
     assert line.startswith("client: ") and message in line
+
+
+async def test_a_full_server_is_reported_busy_with_its_reason(make_server, folder, capsys):
+    server = await make_server(ServerConfig(max_sessions=1))
+    url = f"ws://127.0.0.1:{server.port}/ws"
+    async with connect(url):  # holds the only session
+        status, out, err = await run_client(url, folder, capsys)
+    assert status == 2 and out == ""
+    (line,) = err.strip().splitlines()
+    assert line == f"client: server busy at {url}: server full (1 sessions); try again later"
 
 
 @pytest.mark.parametrize(
