@@ -41,6 +41,7 @@ MAX_CHANNEL_BACKLOG = 4 * MAX_CHANNEL_BUFFER
 """Bytes queued past which every message is dropped, events and errors too: a peer that
 keeps ICE alive but stops reading its channel must not grow the queue forever."""
 TRANSPORT = "webrtc"
+SHUTTING_DOWN = "the server is shutting down"
 OFFER_SHAPE = "need {'sdp': str, 'type': 'offer'}"
 STUN_URL = re.compile(r"stun:[A-Za-z0-9.-]+(?::(?P<port>[0-9]{1,5}))?")
 """``stun:HOST[:PORT]``, HOST a name or an IPv4 address (aioice resolves it for IPv4 only):
@@ -111,6 +112,7 @@ class WebRtcGateway:
         self.config = config
         self.admission = admission
         self.peers: dict[str, Peer] = {}
+        self.shutting_down = False
 
     async def offer(self, request: web.Request) -> web.Response:
         try:
@@ -125,6 +127,8 @@ class WebRtcGateway:
             check_offer(sdp)  # before a peer, its ports or an admission slot exist
         except (ValueError, OptionError) as exc:
             return refuse(400, str(exc))
+        if self.shutting_down:  # close_all has run: nobody would close a peer made now
+            return refuse(503, SHUTTING_DOWN)
         ticket = self.admission.admit(request.remote or "?")
         if isinstance(ticket, str):
             metrics.REFUSED.inc()
@@ -140,9 +144,17 @@ class WebRtcGateway:
         def on_datachannel(channel: RTCDataChannel) -> None:
             peer.channel = channel
 
+            @channel.on("close")
+            async def on_channel_close() -> None:
+                # Results have nowhere to go: end the peer now, not when its ICE ends.
+                if peer.channel is channel:
+                    await self.close(peer_id)
+
         @pc.on("track")
         def on_track(track: MediaStreamTrack) -> None:
-            if track.kind != "video" or peer.session is not None:
+            # Closing began (shutdown while aiortc still adds the offer's candidates): tasks
+            # spawned now would outlive the peer, as close() has already cancelled its tasks.
+            if track.kind != "video" or peer.session is not None or peer_id not in self.peers:
                 return
             peer.session = self.pipelines.open(options, peer.send)
             peer.spawn(run_or_close(peer.session, partial(self.close, peer_id)))
@@ -162,12 +174,16 @@ class WebRtcGateway:
             await pc.setLocalDescription(await pc.createAnswer())
         except Exception as exc:  # aiortc raises many types for bad SDP
             await self.close(peer_id)
+            if self.shutting_down:  # close_all closed the peer under aiortc: the offer is fine
+                return refuse(503, SHUTTING_DOWN)
             return refuse(400, f"bad offer: {exc}")
         except asyncio.CancelledError:
             # aiohttp cancelled the request before the answer (the client hung up, on a server
             # with handler_cancellation): no ICE timeout watches this peer yet, so close it here.
             await self.close(peer_id)
             raise
+        if self.shutting_down:  # close_all ran during the awaits above and closed this peer
+            return refuse(503, SHUTTING_DOWN)
         peer.spawn(self._close_unless_connected(peer_id))
         answer = pc.localDescription
         return web.json_response({"sdp": answer.sdp, "type": answer.type, "peer": peer_id})
@@ -202,5 +218,7 @@ class WebRtcGateway:
         await peer.pc.close()
 
     async def close_all(self) -> None:
-        notice = error_message("shutting_down", "the server is shutting down")
+        """Close every peer, and refuse every offer from now on (for the app's shutdown)."""
+        self.shutting_down = True
+        notice = error_message("shutting_down", SHUTTING_DOWN)
         await asyncio.gather(*(self.close(pid, notice) for pid in list(self.peers)))

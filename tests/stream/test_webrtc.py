@@ -49,11 +49,11 @@ async def offer(session, url, pc, body_extra=None):
 @contextlib.asynccontextmanager
 async def streaming_peer(server: TestServer) -> AsyncIterator[RTCPeerConnection]:
     """A client peer connected to ``server`` and streaming red squares; ``pc.results`` is
-    the queue of result messages from its data channel."""
-    pc = RTCPeerConnection()
+    the queue of result messages from its data channel ``pc.channel``."""
+    pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
     pc.results = asyncio.Queue()
-    channel = pc.createDataChannel("results")
-    channel.on("message", lambda data: pc.results.put_nowait(json.loads(data)))
+    pc.channel = pc.createDataChannel("results")
+    pc.channel.on("message", lambda data: pc.results.put_nowait(json.loads(data)))
     pc.addTrack(RedSquareTrack())
     try:
         async with aiohttp.ClientSession() as http:
@@ -113,6 +113,16 @@ async def test_shutdown_tells_open_peers_and_gives_their_slots_back(fake_server)
         assert seen[-1]["code"] == "shutting_down"
     assert not fake_server.app[GATEWAY].peers and fake_server.app[ADMISSION].total == 0
     assert webrtc_sessions() == sessions
+
+
+async def test_a_peer_that_closes_its_data_channel_is_closed_and_gives_its_slot_back(fake_server):
+    """Results have nowhere to go once the channel is closed, though ICE and DTLS stay up."""
+    sessions = webrtc_sessions()
+    async with streaming_peer(fake_server) as pc:
+        await receive_until(pc, lambda m: m["type"] == "frame")
+        pc.channel.close()
+        await server_let_go(fake_server, 10)
+        assert webrtc_sessions() == sessions
 
 
 async def test_a_peer_that_vanishes_is_closed_when_ice_consent_expires(fake_server, monkeypatch):
@@ -219,6 +229,102 @@ async def test_a_client_that_leaves_while_its_answer_is_made_leaves_nothing_behi
     await released(fds, tasks)  # no peer connection, ICE socket, session or task is left over
 
 
+async def post_offer(server: TestServer, sdp: str) -> tuple[int, dict]:
+    url = f"http://127.0.0.1:{server.port}/offer"
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(url, json={"sdp": sdp, "type": "offer"}) as r,
+    ):
+        return r.status, await r.json()
+
+
+async def test_an_offer_after_shutdown_began_is_refused_and_makes_no_peer(fake_server):
+    await fake_server.runner.shutdown()  # on_shutdown has closed every peer; the site still listens
+    sdp = await client_offer()
+    fds, tasks, _ = snapshot()
+    async with asyncio.timeout(10):
+        status, body = await post_offer(fake_server, sdp)
+    assert (status, body) == (503, {"error": "the server is shutting down"})
+    assert not fake_server.app[GATEWAY].peers and fake_server.app[ADMISSION].total == 0
+    await released(fds, tasks)
+
+
+@pytest.fixture
+def held_candidates(monkeypatch) -> tuple[asyncio.Event, asyncio.Event]:
+    """``(adding, go_on)``: the server's setRemoteDescription sets ``adding`` when it starts
+    adding the offer's ICE candidates, and waits for ``go_on`` (an mDNS candidate can take
+    seconds to resolve: shutdown may close the peer meanwhile)."""
+    import aiortc.rtcpeerconnection
+
+    adding, go_on = asyncio.Event(), asyncio.Event()
+    add = aiortc.rtcpeerconnection.add_remote_candidates
+
+    async def add_when_told(transport, media):
+        adding.set()
+        await go_on.wait()
+        await add(transport, media)
+
+    monkeypatch.setattr(aiortc.rtcpeerconnection, "add_remote_candidates", add_when_told)
+    return adding, go_on
+
+
+async def test_an_offer_under_way_when_shutdown_begins_is_refused(fake_server, held_candidates):
+    adding, go_on = held_candidates
+    sdp = await client_offer()
+    fds, tasks, _ = snapshot()
+    async with asyncio.timeout(10):
+        post = asyncio.create_task(post_offer(fake_server, sdp))
+        await adding.wait()
+        await fake_server.runner.shutdown()
+        go_on.set()
+        status, body = await post
+    assert (status, body) == (503, {"error": "the server is shutting down"})
+    assert not fake_server.app[GATEWAY].peers and fake_server.app[ADMISSION].total == 0
+    await released(fds, tasks)
+
+
+async def test_a_track_announced_while_its_peer_closes_starts_no_session(
+    fake_server, held_candidates, monkeypatch
+):
+    """aiortc announces the offer's track once the candidates are added. Shutdown may close the
+    peer meanwhile, and aiortc's close awaits (giving up the shared mDNS socket) before it drops
+    the peer's listeners: a track announced then must start no session, as close() has already
+    cancelled the peer's tasks and the session's would run on."""
+    import aioice.ice
+
+    adding, go_on = held_candidates
+    gateway = fake_server.app[GATEWAY]
+    opened = []
+    open_session = gateway.pipelines.open
+
+    def open_and_count(*args):
+        opened.append(args)
+        return open_session(*args)
+
+    monkeypatch.setattr(gateway.pipelines, "open", open_and_count)
+    sdp = await client_offer()
+    fds, tasks, _ = snapshot()
+    async with asyncio.timeout(10):
+        post = asyncio.create_task(post_offer(fake_server, sdp))
+        await adding.wait()
+        (pc,) = [peer.pc for peer in gateway.peers.values()]
+        announced = asyncio.Event()
+        pc.on("track", lambda _: announced.set())  # runs after the gateway's own listener
+        unref = aioice.ice.unref_mdns_protocol
+
+        async def unref_once_the_track_is_announced(subscriber):
+            go_on.set()  # the offer goes on while its peer is closing
+            await announced.wait()
+            await unref(subscriber)
+
+        monkeypatch.setattr(aioice.ice, "unref_mdns_protocol", unref_once_the_track_is_announced)
+        await gateway.close_all()
+        status, _ = await post
+    assert opened == []
+    assert status == 503
+    await released(fds, tasks)
+
+
 @pytest.fixture
 def stun_queries(monkeypatch) -> list[tuple[str, int]]:
     """The STUN servers asked for a server-reflexive candidate while ICE gathers; none answers
@@ -236,11 +342,11 @@ def stun_queries(monkeypatch) -> list[tuple[str, int]]:
 
 
 async def answer_to_an_offer(server: TestServer) -> str:
-    url = f"http://127.0.0.1:{server.port}/offer"
-    body = {"sdp": await client_offer(), "type": "offer"}
-    async with asyncio.timeout(10), aiohttp.ClientSession() as http, http.post(url, json=body) as r:
-        assert r.status == 200
-        return (await r.json())["sdp"]
+    sdp = await client_offer()
+    async with asyncio.timeout(10):
+        status, body = await post_offer(server, sdp)
+    assert status == 200
+    return body["sdp"]
 
 
 async def test_by_default_the_server_asks_no_stun_server(fake_server, stun_queries):
@@ -316,7 +422,11 @@ ERROR = error_message("too_many_pixels", "image is 9000x9000")
 )
 async def test_data_channel_backlog_is_bounded_for_every_message(message, buffered, sent):
     channel = StuckChannel(buffered)
-    peer = Peer(RTCPeerConnection(), Ticket(Admission(1, 1), "client"), channel=channel)
+    peer = Peer(
+        RTCPeerConnection(RTCConfiguration(iceServers=[])),
+        Ticket(Admission(1, 1), "client"),
+        channel=channel,
+    )
     try:
         await peer.send(message)
     finally:
