@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 GUARDED_PATHS = ("/offer", "/ws", "/targets")
+SHUTTING_DOWN = "the server is shutting down"
+"""Why sessions end, and new ones are refused, once the server's shutdown has begun."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 GATEWAY = web.AppKey("gateway", WebRtcGateway)
 ADMISSION = web.AppKey("admission", Admission)
+WEBSOCKETS = web.AppKey("websockets", WebsocketApi)
 
 WEB_ROOT = Path(__file__).resolve().parent.parent / "clients" / "web"
 
@@ -84,6 +85,7 @@ def build_app(pipelines: Pipelines, config: ServerConfig | None = None) -> web.A
     app = web.Application(middlewares=[guard_middleware(config)])
     app[GATEWAY] = gateway
     app[ADMISSION] = admission
+    app[WEBSOCKETS] = api
     app.router.add_get("/", index)
     app.router.add_get("/profiles", profiles)
     app.router.add_post("/offer", gateway.offer)

@@ -25,7 +25,7 @@ from aiortc.mediastreams import MediaStreamError
 from av import VideoFrame
 
 from stream import metrics
-from stream.admission import Admission, ServerConfig, Ticket, refuse
+from stream.admission import SHUTTING_DOWN, Admission, ServerConfig, Ticket, refuse
 from stream.client_json import JsonError, parse_object
 from stream.images import MAX_PIXELS, video_frame_decoder
 from stream.jitter import bound_decoder_backlog, complete_frames_on_marker
@@ -41,7 +41,6 @@ MAX_CHANNEL_BACKLOG = 4 * MAX_CHANNEL_BUFFER
 """Bytes queued past which every message is dropped, events and errors too: a peer that
 keeps ICE alive but stops reading its channel must not grow the queue forever."""
 TRANSPORT = "webrtc"
-SHUTTING_DOWN = "the server is shutting down"
 OFFER_SHAPE = "need {'sdp': str, 'type': 'offer'}"
 STUN_URL = re.compile(r"stun:[A-Za-z0-9.-]+(?::(?P<port>[0-9]{1,5}))?")
 """``stun:HOST[:PORT]``, HOST a name or an IPv4 address (aioice resolves it for IPv4 only):

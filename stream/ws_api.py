@@ -17,7 +17,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from stream import metrics
-from stream.admission import Admission, ServerConfig, refuse
+from stream.admission import SHUTTING_DOWN, Admission, ServerConfig, refuse
 from stream.client_json import parse_object
 from stream.images import MAX_FRAME_BYTES, MAX_PIXELS, image_decoder
 from stream.pipelines import Pipelines, SessionOptions
@@ -176,16 +176,17 @@ class WebsocketConnection:
             self.runner.cancel()
 
 
-async def refuse_busy(
-    ws: web.WebSocketResponse, request: web.Request, reason: str
+async def close_at_once(
+    ws: web.WebSocketResponse, request: web.Request, code: int, reason: str
 ) -> web.WebSocketResponse:
-    """Upgrade, then close at once with 1013 (try again later) and ``reason``, holding no slot.
+    """Upgrade, then close at once with ``code`` and ``reason``, holding no slot.
 
-    Not HTTP 503: a browser's WebSocket cannot read the status of a refused upgrade, so the
-    demo page could not tell a full server from one it cannot reach; it can read a close code.
+    Not an HTTP status: a browser's WebSocket cannot read the status of a refused upgrade,
+    so the demo page could not tell a full server from one it cannot reach; it can read a
+    close code.
     """
     await ws.prepare(request)
-    await ws.close(code=CLOSE_TRY_AGAIN_LATER, message=reason.encode())
+    await ws.close(code=code, message=reason.encode())
     return ws
 
 
@@ -197,6 +198,7 @@ class WebsocketApi:
         self.config = config
         self.admission = admission
         self.open: set[web.WebSocketResponse] = set()
+        self.shutting_down = False
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         # No permessage-deflate: JPEG does not compress, and zlib state costs ~40 KiB a socket.
@@ -205,10 +207,12 @@ class WebsocketApi:
         )
         if not ws.can_prepare(request).ok:  # before admission: a plain GET must take no slot
             return refuse(400, "this endpoint speaks websocket only: connect with a websocket")
+        if self.shutting_down:  # close_all has run: nobody would close a socket opened now
+            return await close_at_once(ws, request, CLOSE_GOING_AWAY, SHUTTING_DOWN)
         ticket = self.admission.admit(request.remote or "?")
         if isinstance(ticket, str):
             metrics.REFUSED.inc()
-            return await refuse_busy(ws, request, ticket)
+            return await close_at_once(ws, request, CLOSE_TRY_AGAIN_LATER, ticket)
         connection = WebsocketConnection(ws, self.pipelines, self.config.default_profile)
         metrics.SESSIONS.labels(TRANSPORT).inc()
         try:
@@ -236,6 +240,7 @@ class WebsocketApi:
         return ws
 
     async def close_all(self) -> None:
-        await asyncio.gather(
-            *(ws.close(code=CLOSE_GOING_AWAY, message=b"server shutting down") for ws in self.open)
-        )
+        """Close every open websocket, and every one opened from now on (for the app's shutdown)."""
+        self.shutting_down = True
+        reason = SHUTTING_DOWN.encode()
+        await asyncio.gather(*(ws.close(code=CLOSE_GOING_AWAY, message=reason) for ws in self.open))

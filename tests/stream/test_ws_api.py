@@ -11,7 +11,7 @@ from websockets.exceptions import ConnectionClosed
 import stream.session
 import stream.ws_api
 from stream.images import MAX_FRAME_BYTES
-from stream.server import ADMISSION
+from stream.server import ADMISSION, WEBSOCKETS
 from stream.ws_api import TokenBucket
 
 
@@ -213,3 +213,15 @@ async def test_an_untimed_frame_continues_the_clients_clock(ws_url):
         first, second = (m for m in seen if m["type"] in ("frame", "error"))
         assert (first["type"], second["type"]) == ("frame", "frame")
         assert 100.0 <= first["t"] <= second["t"] < 101.0
+
+
+async def test_a_websocket_opened_after_shutdown_began_is_closed_going_away(fake_server, ws_url):
+    await fake_server.app[WEBSOCKETS].close_all()
+    async with connect(ws_url) as ws:
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 10.0)  # before the fix: admitted, no close
+    assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (
+        1001,
+        "the server is shutting down",
+    )
+    assert fake_server.app[ADMISSION].total == 0
