@@ -45,7 +45,16 @@ from voting.core import VoteEvent, Voter, VoteUpdate
 from voting.evidence import ScoreModel
 from voting.presets import BASELINE, PRESETS, make_config, make_voter
 from voting.rendered import DEFAULT_CACHE, ClipSpec, render_missing
-from voting.simulate import BASE_FPS, FRAME_H, FRAME_W, FU, Clip, NoiseModel, make_sim_clip
+from voting.simulate import (
+    BASE_FPS,
+    FRAME_H,
+    FRAME_W,
+    FU,
+    Clip,
+    GroundTruthObject,
+    NoiseModel,
+    make_sim_clip,
+)
 from voting.tracker import IouTracker
 
 MATCH_IOU = 0.3
@@ -54,6 +63,27 @@ LLR_CAP = 3.0
 SIM_NEGATIVE_SECONDS = 20.0
 CALIBRATION_SEED = 1_000_000
 """Calibration clips use seeds from here up, disjoint from the evaluation seeds."""
+
+
+@dataclass(frozen=True, slots=True)
+class MissedVisit:
+    """A visit whole in frame for ``min_view`` seconds that the voter never recognized."""
+
+    kind: str
+    seed: int
+    object_id: int
+    start: float
+    end: float
+    clarity: float
+    """The detector's median score on the visit (0: missed on most of its frames)."""
+    height: float
+    """Pixels, of the object's box in the visit's middle frame."""
+
+    def describe(self) -> str:
+        return (
+            f"{self.kind}-{self.seed} object {self.object_id}: {self.start:.2f}-{self.end:.2f} s, "
+            f"median score {self.clarity:.2f}, {self.height:.0f} px high"
+        )
 
 
 @dataclass(slots=True)
@@ -71,6 +101,7 @@ class Tally:
     hard_covered: int = 0
     whole_visits: int = 0
     whole_covered: int = 0
+    missed_whole: list[MissedVisit] = field(default_factory=list)
     delays: list[float] = field(default_factory=list)
     jitter_sq: float = 0.0
     jitter_n: int = 0
@@ -211,6 +242,8 @@ def score_clip(
             if whole_in_frame(obj.boxes, (start, end), min_view):
                 tally.whole_visits += 1
                 tally.whole_covered += delay is not None
+                if delay is None:
+                    tally.missed_whole.append(_missed(clip, obj, (start, end), clarity))
             if clarity < clear:
                 tally.hard_visits += 1
                 tally.hard_covered += delay is not None
@@ -235,6 +268,13 @@ def whole_in_frame(
         run = run + 1 if inside else 0
         longest = max(longest, run)
     return longest >= round(min_view * BASE_FPS)
+
+
+def _missed(
+    clip: Clip, obj: GroundTruthObject, visit: tuple[float, float], clarity: float
+) -> MissedVisit:
+    _, top, _, bottom = obj.boxes[round((visit[0] + visit[1]) / 2 * BASE_FPS)]
+    return MissedVisit(clip.kind, clip.seed, obj.id, *visit, clarity, float(bottom - top))
 
 
 def _score_recognition(
@@ -549,6 +589,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="",
         help="NoiseModel fields for --source sim, e.g. slow_sigma=0.6,negative_logit=-2",
     )
+    parser.add_argument(
+        "--list-misses",
+        action="store_true",
+        help="after the table, the visits whole in frame that the first voter at the first "
+        "frame rate never recognized (clip kind-seed, object, seconds, median score, height)",
+    )
     synth = parser.add_argument_group("rendered clips (--source synth)")
     synth.add_argument("--tier", default="s")
     synth.add_argument("--precision", default="int8", choices=["int8", "fp32"])
@@ -617,6 +663,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "('hard': the others)"
     )
     print(format_table(tallies))
+    if args.list_misses:
+        (name, fps), first = next(iter(tallies.items()))
+        print(
+            f"\n{len(first.missed_whole)} of {first.whole_visits} visits whole in frame for "
+            f"{args.min_view:g} s that {name} at {fps:g} fps never recognized:"
+        )
+        print("\n".join(f"  {miss.describe()}" for miss in first.missed_whole))
     return 0
 
 

@@ -295,6 +295,32 @@ def test_whole_visits_count_whatever_the_detector_scored(clarity):
     assert tally.visits + tally.hard_visits == 1
 
 
+@pytest.mark.parametrize(
+    ("events", "missed"),
+    [
+        ([], [evaluate.MissedVisit("fu", 0, 1, 0.0, 2.0, 0.3, 100.0)]),
+        ([(24, recognized(0.8))], []),
+    ],
+)
+def test_a_whole_visit_never_recognized_is_listed_with_its_clip_and_object(events, missed):
+    tally = evaluate.Tally()
+    clip = clip_with(visits=((0.0, 2.0),), clarity=(0.3,))
+    evaluate.score_clip(clip, updates_with(events), tally, 1.0, 0.75)
+    assert tally.missed_whole == missed
+    if missed:
+        assert missed[0].describe() == "fu-0 object 1: 0.00-2.00 s, median score 0.30, 100 px high"
+
+
+def test_main_lists_the_first_voters_misses_when_asked(capsys):
+    argv = "--clips 20 --negative-hours 0.01 --fps 15,8 --voters strict,kofn --list-misses"
+    assert evaluate.main(argv.split()) == 0
+    head, listed = capsys.readouterr().out.split(" that strict at 15 fps never recognized:\n")
+    count = int(head.rsplit("\n", 1)[1].split(" of ")[0])
+    lines = listed.splitlines()
+    assert count == len(lines) > 0  # these seeds hold misses of strict
+    assert all(line.startswith(("  fu-", "  mixed-")) and " object " in line for line in lines)
+
+
 @pytest.mark.parametrize(("confirm", "checks"), [(True, 1), (False, 0)])
 def test_run_clip_offers_the_clips_check_and_counts_what_the_voter_asks(confirm, checks):
     clip = clip_with(n=30)
