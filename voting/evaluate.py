@@ -45,16 +45,7 @@ from voting.core import VoteEvent, Voter, VoteUpdate
 from voting.evidence import ScoreModel
 from voting.presets import BASELINE, PRESETS, make_config, make_voter
 from voting.rendered import DEFAULT_CACHE, ClipSpec, render_missing
-from voting.simulate import (
-    BASE_FPS,
-    FRAME_H,
-    FRAME_W,
-    FU,
-    Clip,
-    GroundTruthObject,
-    NoiseModel,
-    make_sim_clip,
-)
+from voting.simulate import BASE_FPS, FRAME_H, FRAME_W, FU, Clip, NoiseModel, make_sim_clip
 from voting.tracker import IouTracker
 
 MATCH_IOU = 0.3
@@ -78,10 +69,14 @@ class MissedVisit:
     """The detector's median score on the visit (0: missed on most of its frames)."""
     height: float
     """Pixels, of the object's box in the visit's middle frame."""
+    detected: int
+    frames: int
+    """Frames of the visit the voter saw, and on how many the detector found the object."""
 
     def describe(self) -> str:
         return (
             f"{self.kind}-{self.seed} object {self.object_id}: {self.start:.2f}-{self.end:.2f} s, "
+            f"detected on {self.detected} of {self.frames} frames, "
             f"median score {self.clarity:.2f}, {self.height:.0f} px high"
         )
 
@@ -232,7 +227,7 @@ def score_clip(
     tally.seconds += clip.duration
     if clip.kind in ("negative", "empty"):
         tally.negative_seconds += clip.duration
-    for obj in clip.objects:
+    for index, obj in enumerate(clip.objects):
         if obj.label != FU:
             continue
         for v, ((start, end), clarity) in enumerate(zip(obj.visits, obj.clarity, strict=True)):
@@ -243,7 +238,7 @@ def score_clip(
                 tally.whole_visits += 1
                 tally.whole_covered += delay is not None
                 if delay is None:
-                    tally.missed_whole.append(_missed(clip, obj, (start, end), clarity))
+                    tally.missed_whole.append(_missed(clip, index, (start, end), clarity))
             if clarity < clear:
                 tally.hard_visits += 1
                 tally.hard_covered += delay is not None
@@ -270,11 +265,18 @@ def whole_in_frame(
     return longest >= round(min_view * BASE_FPS)
 
 
-def _missed(
-    clip: Clip, obj: GroundTruthObject, visit: tuple[float, float], clarity: float
-) -> MissedVisit:
+def _missed(clip: Clip, index: int, visit: tuple[float, float], clarity: float) -> MissedVisit:
+    obj = clip.objects[index]
     _, top, _, bottom = obj.boxes[round((visit[0] + visit[1]) / 2 * BASE_FPS)]
-    return MissedVisit(clip.kind, clip.seed, obj.id, *visit, clarity, float(bottom - top))
+    seen = [
+        (dets, int(i))
+        for t, dets, i in zip(clip.times, clip.detections, clip.frame_index, strict=True)
+        if visit[0] <= t < visit[1]
+    ]
+    detected = sum(any(_matching_object(clip, d.box, i) == index for d in dets) for dets, i in seen)
+    return MissedVisit(
+        clip.kind, clip.seed, obj.id, *visit, clarity, float(bottom - top), detected, len(seen)
+    )
 
 
 def _score_recognition(

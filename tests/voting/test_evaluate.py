@@ -298,17 +298,24 @@ def test_whole_visits_count_whatever_the_detector_scored(clarity):
 @pytest.mark.parametrize(
     ("events", "missed"),
     [
-        ([], [evaluate.MissedVisit("fu", 0, 1, 0.0, 2.0, 0.3, 100.0)]),
+        ([], [evaluate.MissedVisit("fu", 0, 1, 0.0, 2.0, 0.3, 100.0, 20, 60)]),
         ([(24, recognized(0.8))], []),
     ],
 )
 def test_a_whole_visit_never_recognized_is_listed_with_its_clip_and_object(events, missed):
     tally = evaluate.Tally()
     clip = clip_with(visits=((0.0, 2.0),), clarity=(0.3,))
+    seen = [
+        Detections((Detection(FU, 0.8, BOX),)) if i % 3 == 0 else Detections() for i in range(60)
+    ]
+    clip = dataclasses.replace(clip, detections=tuple(seen))  # found on every third frame
     evaluate.score_clip(clip, updates_with(events), tally, 1.0, 0.75)
     assert tally.missed_whole == missed
     if missed:
-        assert missed[0].describe() == "fu-0 object 1: 0.00-2.00 s, median score 0.30, 100 px high"
+        assert missed[0].describe() == (
+            "fu-0 object 1: 0.00-2.00 s, detected on 20 of 60 frames, "
+            "median score 0.30, 100 px high"
+        )
 
 
 def test_main_lists_the_first_voters_misses_when_asked(capsys):
