@@ -12,6 +12,10 @@ call on those 640x480 scenes (letterbox, network, decoding and, for a card with
 a second look, its close-ups). ``--write-cards`` stores these numbers in the
 model cards.
 
+``--shift-stability`` adds a second table: how steady each model's verdict on
+a 福 is when the camera moves it by a pixel or three (as a hand-held phone does
+between frames), on the held-out scenes with 福 (``shift_stability``).
+
 ``--pick-thresholds RATE`` first sets each card's operating threshold: the
 lowest score at which at most ``RATE`` of look-alike-only frames fire, measured
 on training-split scenes (training fonts and photos, seeds apart from every
@@ -29,7 +33,9 @@ from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 
+import cv2
 import numpy as np
+import numpy.typing as npt
 
 from detectors.card import MODELS_DIR, ModelCard, list_cards, read_card, update_card
 from detectors.core import Detections, ImageBGR, iou
@@ -47,6 +53,9 @@ SEED_BASE: dict[tuple[Split, str], int] = {
     ("train", "negative"): 91_000_000,
 }
 THRESHOLD_GRID = np.round(np.arange(0.30, 0.951, 0.01), 2)
+SHIFTS = ((0, 0), (1, 0), (0, 1), (1, 1), (2, 1), (1, 2), (3, 2), (2, 3))
+"""Whole-pixel moves of a scene, (dx, dy): less than one stride of any tier's network, as
+between two frames of a hand-held camera."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +192,76 @@ def score_scenes(
     return {p: SceneScores(scored[p], positives, worst[p], spent[p]) for p in detectors}
 
 
+@dataclass(frozen=True, slots=True)
+class ShiftStability:
+    """How one model's verdict on each 福 changes over the :data:`SHIFTS` of its scene."""
+
+    objects: int
+    """福 in the scenes."""
+    found: int
+    """福 detected at the card's threshold in at least one shift..."""
+    toggled: int
+    """...of which missed in at least one other: a camera holding still would see it flicker."""
+    spread: float
+    """Median over the 福 of the highest minus the lowest score across the shifts (0: missed)..."""
+    spread_p90: float
+    """...and its 90th percentile."""
+
+    @property
+    def toggle_rate(self) -> float:
+        return self.toggled / self.found if self.found else float("nan")
+
+
+def shifted(image: ImageBGR, boxes: Boxes, dx: int, dy: int) -> tuple[ImageBGR, Boxes]:
+    """``image`` moved by ``(dx, dy)`` pixels (edges mirrored) and ``boxes`` with it."""
+    move = np.array([[1, 0, dx], [0, 1, dy]], np.float32)
+    size = (image.shape[1], image.shape[0])
+    moved = cv2.warpAffine(image, move, size, borderMode=cv2.BORDER_REFLECT)
+    return np.asarray(moved, np.uint8), boxes + np.array([dx, dy, dx, dy], np.float32)
+
+
+def shift_stability(detectors: dict[Path, OnnxDetector], scenes: int) -> dict[Path, ShiftStability]:
+    """Each model on every shift of the held-out scenes with 福: its best score on each 福."""
+    best: dict[Path, list[npt.NDArray[np.float64]]] = {p: [] for p in detectors}
+    for image, truth, _ in held_out("mixed", scenes):
+        if not len(truth):
+            continue
+        views = [shifted(image, truth, dx, dy) for dx, dy in SHIFTS]
+        for path, detector in detectors.items():
+            scores = np.zeros((len(SHIFTS), len(truth)))
+            for k, (view, boxes) in enumerate(views):
+                found = detector.detect(view)
+                for j, box in enumerate(boxes.tolist()):
+                    matched = (d.score for d in found if iou(d.box, tuple(box)) >= AP_IOU)
+                    scores[k, j] = max(matched, default=0.0)
+            best[path].append(scores)
+    results = {}
+    for path, detector in detectors.items():
+        scores = np.concatenate(best[path], axis=1)  # shifts x 福
+        hit = scores >= detector.card.threshold
+        spreads = scores.max(axis=0) - scores.min(axis=0)
+        results[path] = ShiftStability(
+            objects=scores.shape[1],
+            found=int(hit.any(axis=0).sum()),
+            toggled=int((hit.any(axis=0) & ~hit.all(axis=0)).sum()),
+            spread=float(np.median(spreads)),
+            spread_p90=float(np.percentile(spreads, 90)),
+        )
+    return results
+
+
+def format_stability(cards: list[ModelCard], results: dict[Path, ShiftStability]) -> str:
+    header = f"{'model':<16}{'福':>6}{'found':>7}{'flicker':>9}{'spread':>8}{'p90':>7}"
+    rows = [header]
+    for card in cards:
+        r = results[card.path]
+        rows.append(
+            f"{card.model_path.stem:<16}{r.objects:>6}{r.found:>7}{r.toggle_rate:>9.3f}"
+            f"{r.spread:>8.3f}{r.spread_p90:>7.3f}"
+        )
+    return "\n".join(rows)
+
+
 def curve_detectors(cards: list[ModelCard]) -> dict[Path, OnnxDetector]:
     """One single-thread detector per card, keeping detections down to the curve's threshold."""
     return {c.path: OnnxDetector(c, threads=1, threshold=CURVE_THRESHOLD) for c in cards}
@@ -273,6 +352,12 @@ def main(argv: list[str] | None = None) -> int:
         "(training-split scenes)",
     )
     parser.add_argument(
+        "--shift-stability",
+        action="store_true",
+        help=f"also: each 福 in the held-out scenes moved by {len(SHIFTS) - 1} sub-stride "
+        "shifts; how often its detection flickers (found in some shifts, missed in others)",
+    )
+    parser.add_argument(
         "--cut-look-alikes",
         action="store_true",
         help="scenes with look-alikes cut by the frame edge; detections of a 福 cut too far "
@@ -305,6 +390,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"(thresholds written into {len(cards)} card(s) in {args.models_dir})")
     results = evaluate(cards, args.scenes, args.latency_runs, args.cut_look_alikes)
     print(format_table(cards, results))
+    if args.shift_stability:
+        stability = shift_stability(curve_detectors(cards), args.scenes)
+        print(
+            f"\nunder small shifts ({len(SHIFTS)} positions, up to 3 px, of the same scenes): "
+            "flicker = found at the threshold in some, missed in others, of those found at all; "
+            "spread = highest minus lowest score, median and p90"
+        )
+        print(format_stability(cards, stability))
     if args.write_cards:
         for card in cards:
             metrics = {k: round(v, 4) for k, v in asdict(results[card.path]).items()}

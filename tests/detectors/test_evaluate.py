@@ -3,6 +3,7 @@
 import json
 import math
 import shutil
+import types
 from pathlib import Path
 
 import numpy as np
@@ -79,3 +80,58 @@ def test_eval_model_prints_a_row_per_model_and_writes_picked_thresholds(
     assert set(card.metrics) >= {"ap50", "hard_negative_fp_rate", "latency_ms", "frame_ms"}
     assert card.metrics["frame_ms_p90"] >= card.metrics["frame_ms"] > 0
     assert 0.0 <= card.metrics["ap50"] <= 1.0
+
+
+SQUARE = (100.0, 60.0, 140.0, 100.0)
+
+
+def square_scene() -> tuple[np.ndarray, np.ndarray]:
+    image = np.zeros((240, 320, 3), np.uint8)
+    x0, y0, x1, y1 = (int(v) for v in SQUARE)
+    image[y0:y1, x0:x1] = 255
+    return image, np.array([SQUARE], np.float32)
+
+
+@pytest.mark.parametrize(("dx", "dy"), evaluate.SHIFTS)
+def test_a_shifted_scene_moves_its_pixels_and_boxes_alike(dx: int, dy: int) -> None:
+    image, boxes = square_scene()
+    moved, moved_boxes = evaluate.shifted(image, boxes, dx, dy)
+    ys, xs = np.nonzero(moved[..., 0])
+    assert (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1) == tuple(moved_boxes[0])
+
+
+class ParityDetector:
+    """Finds the white square, sure of it only where its left edge falls on an even pixel."""
+
+    card = types.SimpleNamespace(threshold=0.5)
+
+    def detect(self, image: np.ndarray) -> Detections:
+        ys, xs = np.nonzero(image[..., 0])
+        box = (float(xs.min()), float(ys.min()), float(xs.max() + 1), float(ys.max() + 1))
+        return Detections((Detection("fu", 0.9 if xs.min() % 2 == 0 else 0.3, box),))
+
+
+def test_shift_stability_counts_a_verdict_that_flips_with_a_pixel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(evaluate, "held_out", lambda content, count: [(*square_scene(), None)])
+    path = Path("parity")
+    got = evaluate.shift_stability({path: ParityDetector()}, scenes=1)[path]
+    assert (got.objects, got.found, got.toggled) == (1, 1, 1)
+    assert got.toggle_rate == 1.0
+    assert got.spread == pytest.approx(0.6) and got.spread_p90 == pytest.approx(0.6)
+
+
+def test_eval_model_prints_the_shift_table_when_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for suffix in (".onnx", ".json"):
+        shutil.copy(MODELS_DIR / f"fu_s.int8{suffix}", tmp_path)
+    argv = ["--models-dir", str(tmp_path), "--scenes", "4", "--latency-runs", "1"]
+    assert evaluate.main([*argv, "--shift-stability"]) == 0
+    table = capsys.readouterr().out.split("under small shifts")[1].splitlines()[2:]
+    (row,) = table
+    name, objects, found, flicker, spread, p90 = row.split()
+    assert name == "fu_s.int8" and int(found) <= int(objects)
+    assert math.isnan(float(flicker)) or 0.0 <= float(flicker) <= 1.0
+    assert float(spread) <= float(p90)
