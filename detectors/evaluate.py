@@ -251,15 +251,20 @@ def shift_stability(detectors: dict[Path, OnnxDetector], scenes: int) -> dict[Pa
 
 
 def format_stability(cards: list[ModelCard], results: dict[Path, ShiftStability]) -> str:
-    header = f"{'model':<16}{'福':>6}{'found':>7}{'flicker':>9}{'spread':>8}{'p90':>7}"
-    rows = [header]
-    for card in cards:
+    def row(card: ModelCard) -> str:
         r = results[card.path]
-        rows.append(
-            f"{card.model_path.stem:<16}{r.objects:>6}{r.found:>7}{r.toggle_rate:>9.3f}"
-            f"{r.spread:>8.3f}{r.spread_p90:>7.3f}"
+        return (
+            f"{r.objects:>6}{r.found:>7}{r.toggle_rate:>9.3f}{r.spread:>8.3f}{r.spread_p90:>7.3f}"
         )
-    return "\n".join(rows)
+
+    return model_table(f"{'福':>6}{'found':>7}{'flicker':>9}{'spread':>8}{'p90':>7}", cards, row)
+
+
+def model_table(columns: str, cards: list[ModelCard], row: Callable[[ModelCard], str]) -> str:
+    """A header of ``columns`` after the model's name, then one ``row`` per card."""
+    lines = [f"{'model':<16}{columns}"]
+    lines += [f"{card.model_path.stem:<16}{row(card)}" for card in cards]
+    return "\n".join(lines)
 
 
 def curve_detectors(cards: list[ModelCard]) -> dict[Path, OnnxDetector]:
@@ -318,20 +323,20 @@ def pick_thresholds(
 
 
 def format_table(cards: list[ModelCard], results: dict[Path, Result]) -> str:
-    header = (
-        f"{'model':<16}{'AP50':>7}{'P@thr':>7}{'R@thr':>7}{'negFP':>7}"
-        f"{'MMACs':>7}{'params':>8}{'bytes':>9}{'ms(1t)':>8}{'frame ms':>9}{'p90':>6}"
-    )
-    rows = [header]
-    for card in cards:
+    def row(card: ModelCard) -> str:
         r = results[card.path]
-        rows.append(
-            f"{card.model_path.stem:<16}{r.ap50:>7.3f}{r.precision:>7.3f}{r.recall:>7.3f}"
+        return (
+            f"{r.ap50:>7.3f}{r.precision:>7.3f}{r.recall:>7.3f}"
             f"{r.hard_negative_fp_rate:>7.3f}{card.macs / 1e6:>7.0f}{card.params:>8}"
             f"{card.model_path.stat().st_size:>9}{r.latency_ms:>8.1f}"
             f"{r.frame_ms:>9.1f}{r.frame_ms_p90:>6.1f}"
         )
-    return "\n".join(rows)
+
+    columns = (
+        f"{'AP50':>7}{'P@thr':>7}{'R@thr':>7}{'negFP':>7}"
+        f"{'MMACs':>7}{'params':>8}{'bytes':>9}{'ms(1t)':>8}{'frame ms':>9}{'p90':>6}"
+    )
+    return model_table(columns, cards, row)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -62,17 +62,23 @@ def test_pick_thresholds_meets_the_rate_on_the_scenes_it_saw() -> None:
     assert 0.0 <= pick.recall <= 1.0
 
 
-def test_eval_model_prints_a_row_per_model_and_writes_picked_thresholds(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.fixture
+def s_int8_dir(tmp_path: Path) -> Path:
+    """A models folder holding a copy of the shipped ``fu_s.int8`` (the quickest tier)."""
     for suffix in (".onnx", ".json"):
         shutil.copy(MODELS_DIR / f"fu_s.int8{suffix}", tmp_path)
-    argv = ["--models-dir", str(tmp_path), "--scenes", "3", "--latency-runs", "1"]
+    return tmp_path
+
+
+def test_eval_model_prints_a_row_per_model_and_writes_picked_thresholds(
+    s_int8_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--models-dir", str(s_int8_dir), "--scenes", "3", "--latency-runs", "1"]
     assert evaluate.main([*argv, "--pick-thresholds", "0.5", "--write-cards"]) == 0
     out = capsys.readouterr().out
     assert "fu_s.int8" in out and "AP50" in out
-    assert f"thresholds written into 1 card(s) in {tmp_path}" in out
-    card = read_card(tmp_path / "fu_s.int8.json")
+    assert f"thresholds written into 1 card(s) in {s_int8_dir}" in out
+    card = read_card(s_int8_dir / "fu_s.int8.json")
     assert card.threshold in evaluate.THRESHOLD_GRID
     raw = json.loads(card.path.read_text(encoding="utf-8"))
     assert "--pick-thresholds 0.5" in raw["threshold_rule"]
@@ -123,11 +129,9 @@ def test_shift_stability_counts_a_verdict_that_flips_with_a_pixel(
 
 
 def test_eval_model_prints_the_shift_table_when_asked(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    s_int8_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for suffix in (".onnx", ".json"):
-        shutil.copy(MODELS_DIR / f"fu_s.int8{suffix}", tmp_path)
-    argv = ["--models-dir", str(tmp_path), "--scenes", "4", "--latency-runs", "1"]
+    argv = ["--models-dir", str(s_int8_dir), "--scenes", "4", "--latency-runs", "1"]
     assert evaluate.main([*argv, "--shift-stability"]) == 0
     table = capsys.readouterr().out.split("under small shifts")[1].splitlines()[2:]
     (row,) = table
