@@ -6,6 +6,12 @@ its input size, from its outputs (in-place distillation). The smallest tier
 runs at half the input side (``model.INPUT_SCALE``) and learns from the labels
 of the shrunk scenes. Each tier keeps its own batch-norm statistics.
 
+With ``--shift-weight``, every step also runs each tier on a copy of the
+batch moved by a fraction of a pixel to a few pixels, and pulls each 福's
+peak score in the weaker of the two views up to the stronger's: a 福 should
+not be found in one frame and lost in the next because the camera moved by a
+pixel (``eval-model --shift-stability`` measures it).
+
 With ``--teacher``, the tiers named by ``--teacher-tiers`` also learn from
 that frozen supernet's same tiers (distillation): a retrain for one tier can
 hold the shipped others near what was measured and tuned for them, while the
@@ -89,6 +95,43 @@ def distill_loss(
     weight = targets[:, 5:6]
     box_kd = ((box - t_box).abs() * weight).sum() / weight.sum().clamp(min=1)
     return heat_kd + box_kd
+
+
+def shift_consistency_loss(
+    heat: torch.Tensor, shifted_heat: torch.Tensor, targets: torch.Tensor
+) -> torch.Tensor:
+    """Mean gap between each 福's peak score in two views of it, the stronger view held fixed.
+
+    A peak is the highest score within a cell of the 福's centre cell, which
+    a shift of less than a cell keeps in reach; only the weaker view is
+    pulled (up), so the term cannot talk the detector out of a 福.
+    """
+    centres = targets[:, 0].ge(0.999)
+    if not bool(centres.any()):
+        return heat.sum() * 0
+    scores = [
+        torch.sigmoid(F.max_pool2d(h, 3, stride=1, padding=1)[:, 0][centres])
+        for h in (heat, shifted_heat)
+    ]
+    ours, theirs = scores
+    return torch.where(ours < theirs, theirs.detach() - ours, ours.detach() - theirs).mean()
+
+
+def shifted_views(x: torch.Tensor, max_shift: float) -> torch.Tensor:
+    """Each image of ``x`` moved by its own random offset of up to ``max_shift`` pixels each way.
+
+    Bilinear, so most offsets fall between pixels (a camera that moves does
+    not move by whole pixels); the border is repeated into the gap.
+    """
+    n, _, height, width = x.shape
+    offsets = (torch.rand(n, 2, device=x.device) * 2 - 1) * max_shift
+    theta = torch.zeros(n, 2, 3, device=x.device, dtype=x.dtype)
+    theta[:, 0, 0] = 1
+    theta[:, 1, 1] = 1
+    theta[:, 0, 2] = offsets[:, 0] * (-2 / width)
+    theta[:, 1, 2] = offsets[:, 1] * (-2 / height)
+    grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+    return F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
 
 
 def at_scale(x: torch.Tensor, scale: float) -> torch.Tensor:
@@ -223,6 +266,7 @@ def train(args: argparse.Namespace) -> None:
             group["lr"] = lr
         images, y = stream.batch(args.batch)
         x = augment(images).contiguous(memory_format=torch.channels_last)
+        moved = shifted_views(x, args.max_shift) if args.shift_weight > 0 else None
         optim.zero_grad(set_to_none=True)
         losses = {}
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
@@ -233,6 +277,11 @@ def train(args: argparse.Namespace) -> None:
                 tier_x = at_scale(x, scale)
                 heat, box = (t.float() for t in model(tier_x))
                 tier_loss = detection_loss(heat, box, y[scale])
+                if moved is not None:
+                    moved_heat, _ = model(at_scale(moved, scale))
+                    tier_loss = tier_loss + args.shift_weight * shift_consistency_loss(
+                        heat, moved_heat.float(), y[scale]
+                    )
                 if tier == "l":
                     widest = (heat, box)
                 elif scale == 1.0:  # the widest tier's outputs are only comparable at its own scale
@@ -329,6 +378,15 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--teacher-tiers", nargs="+", choices=TIERS, default=["l", "m"])
     parser.add_argument("--teacher-weight", type=float, default=2.0)
+    parser.add_argument(
+        "--shift-weight",
+        type=float,
+        default=0.0,
+        help="weight of the shift-consistency term (0: off)",
+    )
+    parser.add_argument(
+        "--max-shift", type=float, default=2.0, help="largest shift of the second view, pixels"
+    )
     train(parser.parse_args(argv))
 
 

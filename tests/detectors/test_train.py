@@ -1,4 +1,4 @@
-"""Training with a teacher (training-only code: skipped without torch)."""
+"""Training with a teacher and with shifted views (training-only code: skipped without torch)."""
 
 import subprocess
 import sys
@@ -9,7 +9,78 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from detectors.train.model import FuNet  # noqa: E402
-from detectors.train.train import frozen_supernet  # noqa: E402
+from detectors.train.train import (  # noqa: E402
+    frozen_supernet,
+    shift_consistency_loss,
+    shifted_views,
+)
+
+
+def test_no_shift_is_the_identity() -> None:
+    x = torch.rand(2, 3, 6, 8)
+    torch.testing.assert_close(shifted_views(x, 0.0), x)
+
+
+@pytest.mark.parametrize(("dx", "dy"), [(1, 0), (0, 1), (-2, 0), (1, -1)])
+def test_whole_pixel_offsets_are_exact_translations(
+    dx: int, dy: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    x = torch.rand(1, 3, 12, 16)
+    fixed = torch.tensor([[float(dx), float(dy)]])
+    # rand() * 2 - 1 == offset / max_shift
+    monkeypatch.setattr(torch, "rand", lambda *a, **k: (fixed / 2.0 + 1) / 2)
+    moved = shifted_views(x, 2.0)
+    # Content moves by (dx, dy): moved[y, x] == x[y - dy, x - dx] away from the border.
+    inner = moved[..., 2:-2, 2:-2]
+    source = x[..., 2 - dy : 12 - 2 - dy, 2 - dx : 16 - 2 - dx]
+    torch.testing.assert_close(inner, source)
+
+
+def _targets_with_centre(height: int, width: int, y: int, x: int) -> torch.Tensor:
+    targets = torch.zeros(1, 6, height, width)
+    targets[0, 0, y, x] = 1.0
+    return targets
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs", "expected"),
+    [
+        (0.0, 0.0, 0.0),  # the same score in both views: nothing to pull
+        (2.0, -1.0, 0.8808 - 0.2689),  # the weaker view's gap to the stronger
+        (-1.0, 2.0, 0.8808 - 0.2689),  # either view can be the weaker
+    ],
+)
+def test_the_consistency_loss_is_the_gap_between_the_views(
+    ours: float, theirs: float, expected: float
+) -> None:
+    targets = _targets_with_centre(4, 5, 2, 2)
+    heat = torch.full((1, 1, 4, 5), -9.0)
+    moved = heat.clone()
+    heat[0, 0, 2, 2] = ours
+    moved[0, 0, 2, 3] = theirs  # the peak moved by a cell: still within reach
+    loss = shift_consistency_loss(heat, moved, targets)
+    assert float(loss) == pytest.approx(expected, abs=1e-3)
+
+
+def test_the_consistency_loss_only_pulls_the_weaker_view_up() -> None:
+    targets = _targets_with_centre(4, 5, 1, 1)
+    heat = torch.full((1, 1, 4, 5), -9.0)
+    moved = heat.clone()
+    heat[0, 0, 1, 1] = 2.0
+    moved[0, 0, 1, 1] = -1.0
+    heat.requires_grad_(True)
+    moved.requires_grad_(True)
+    shift_consistency_loss(heat, moved, targets).backward()
+    assert heat.grad is not None and moved.grad is not None
+    assert float(heat.grad.abs().sum()) == 0.0  # the stronger view is held fixed
+    assert float(moved.grad[0, 0, 1, 1]) < 0  # descending the loss raises the weaker peak
+
+
+def test_without_a_fu_the_consistency_loss_is_zero_and_differentiable() -> None:
+    heat = torch.zeros(1, 1, 4, 5, requires_grad=True)
+    loss = shift_consistency_loss(heat, heat.detach() + 1, torch.zeros(1, 6, 4, 5))
+    loss.backward()
+    assert float(loss.detach()) == 0.0
 
 
 def test_a_frozen_supernet_computes_its_checkpoint_without_gradients(tmp_path: Path) -> None:
@@ -39,6 +110,7 @@ def test_a_run_held_near_a_teacher_trains_and_saves(tmp_path: Path) -> None:
             "--width", "64", "--height", "48", "--max-steps", "2", "--warmup", "1",
             "--min-ready", "8", "--resume", str(tmp_path / "start.pt"),
             "--teacher", str(tmp_path / "start.pt"), "--teacher-tiers", "l", "s",
+            "--shift-weight", "1.0", "--max-shift", "1.5",
             "--out", str(tmp_path / "out"),
         ],
         check=True,
@@ -48,3 +120,4 @@ def test_a_run_held_near_a_teacher_trains_and_saves(tmp_path: Path) -> None:
     saved = torch.load(tmp_path / "out" / "supernet.pt", map_location="cpu")
     assert saved["steps"] == 5 + 3  # the step that reaches the budget is taken too
     assert saved["args"]["teacher_tiers"] == ["l", "s"]
+    assert saved["args"]["shift_weight"] == 1.0
