@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from clients.bench import add_arguments as bench_arguments
-from clients.cli_types import positive_int, positive_number
+from clients.cli_types import non_negative_int, positive_int, positive_number
 from clients.loadtest import add_arguments as loadtest_arguments
 from clients.replay import add_arguments as replay_arguments
 from clients.ws_client import add_arguments as client_arguments
@@ -96,6 +96,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="URL",
         help="a STUN server, stun:HOST[:PORT], for peers behind NAT (default: none; host "
         "candidates only, which is all a localhost or LAN server needs, and nothing leaves it)",
+    )
+    serve.add_argument(
+        "--max-video-kbps",
+        type=non_negative_int,
+        default=limits.max_video_kbps,
+        help="the most video a WebRTC client is asked to send, kbit/s (SDP b=AS and REMB; "
+        "default: %(default)s, a third of a browser's 640x480 rate at the same recall; "
+        "0: no limit)",
     )
     serve.add_argument(
         "--targets",
@@ -183,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             allowed_origins=frozenset(args.allow_origin),
             ice_timeout_s=args.ice_timeout,
             ice_servers=tuple(args.ice_server),
+            max_video_kbps=args.max_video_kbps,
         )
         run_server(
             args.host,

@@ -1,6 +1,6 @@
 """Where every millisecond goes: ``python run.py bench`` prints tables (``--json PATH`` too).
 
-    python run.py bench                               # all four sections, about 5 minutes
+    python run.py bench                               # all five sections, about 7 minutes
     python run.py bench --only detector,pipeline      # a subset
     python run.py bench --json docs/benchmarks.json   # docs/benchmarks.md reads this run
 
@@ -17,7 +17,10 @@ round by round, so that a neighbour's load hits all of them alike):
 3. ``capacity``: concurrent 15 fps websocket and WebRTC streams the server
    holds (``clients.loadtest`` against a local ``run.py serve``), server-side
    latency (frame arrival to result sent) and streams per core.
-4. ``ocr``: the alternative, RapidOCR (``pip install -e '.[bench]'``), on the
+4. ``bitrate``: per VP8 bitrate, RTP packets a frame, decode time and the
+   detector's per-frame recall on coded clips against uncoded frames
+   (:mod:`clients.bitrate_bench`; what ``serve --max-video-kbps`` rests on).
+5. ``ocr``: the alternative, RapidOCR (``pip install -e '.[bench]'``), on the
    same generated clips: recall, precision and time per frame, ours vs theirs.
 
 Nothing here asserts a time: these machines are shared. Read medians, the
@@ -40,10 +43,9 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from fractions import Fraction
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import av
 import cv2
@@ -53,11 +55,17 @@ import onnx
 import onnxruntime as ort
 import uvloop
 from av.packet import Packet
-from av.video.codeccontext import VideoCodecContext
 from onnx import TensorProto, helper, numpy_helper
 
+from clients.bitrate_bench import FRAMES, bitrate_rows, format_bitrate
 from clients.hw_bench import percentile, table
-from clients.loadtest import add_phases_argument, local_server, measure_load
+from clients.loadtest import (
+    add_bitrate_argument,
+    add_phases_argument,
+    local_server,
+    measure_load,
+)
+from clients.video_codec import decode_video, encode_video
 from clients.ws_client import encode_jpeg
 from detectors.card import ModelCard, find_card, list_cards
 from detectors.core import ImageBGR
@@ -68,7 +76,7 @@ from stream.session import decode_for
 FPS = 15.0
 FRAME_MS = 1000.0 / FPS
 SIZES = ((640, 480), (1280, 720))
-SECTIONS = ("detector", "pipeline", "capacity", "ocr")
+SECTIONS = ("detector", "pipeline", "capacity", "bitrate", "ocr")
 INT8_SIZES = ((160, 120), (320, 240))
 LATENCY_BOUND_MS = 100.0
 """A stream is held when its p95 server-side result latency is at most this (and see below)."""
@@ -781,37 +789,6 @@ def format_ceilings(ceilings: Sequence[Ceiling]) -> str:
 # ---------------------------------------------------------------- 2. pipeline
 
 
-def encode_video(frames: Sequence[ImageBGR], codec: str, fps: float) -> list[Packet[Any]]:
-    """Encode ``frames`` once as a camera stream would be (no B-frames, about 1.5 Mbit/s)."""
-    h, w = frames[0].shape[:2]
-    ctx = cast(VideoCodecContext, av.CodecContext.create(codec, "w"))
-    ctx.width, ctx.height, ctx.pix_fmt = w, h, "yuv420p"
-    ctx.time_base = Fraction(1, round(fps))
-    ctx.framerate = Fraction(round(fps))
-    ctx.bit_rate = 1_500_000
-    ctx.options = (
-        {"preset": "veryfast", "tune": "zerolatency"}
-        if codec == "libx264"
-        else {"deadline": "realtime"}
-    )
-    packets: list[Packet[Any]] = []
-    for i, image in enumerate(frames):
-        frame = av.VideoFrame.from_ndarray(image, format="bgr24").reformat(format="yuv420p")
-        frame.pts = i
-        packets.extend(ctx.encode(frame))
-    packets.extend(ctx.encode(None))
-    return packets
-
-
-def decode_video(codec: str, packets: Sequence[Packet[Any]]) -> tuple[list[av.VideoFrame], float]:
-    """Decode every packet with a fresh decoder: frames, and ms per frame."""
-    ctx = cast(VideoCodecContext, av.CodecContext.create(codec, "r"))
-    started = time.perf_counter()
-    frames = [f for p in packets for f in ctx.decode(p)]
-    frames.extend(ctx.decode(None))
-    return frames, (time.perf_counter() - started) * 1000 / max(1, len(frames))
-
-
 @dataclass(frozen=True, slots=True)
 class StageRow:
     size: str
@@ -1053,11 +1030,12 @@ def capacity_rows(
     duration: float,
     profile: str,
     phases: str = "independent",
+    max_video_kbps: int | None = None,
 ) -> list[CapacityRow]:
     """Step up the streams of each transport (one local server) until a step is not held."""
     logging.getLogger("aioice").setLevel(logging.WARNING)  # one line per ICE check otherwise
     rows = []
-    with local_server(profile) as (url, pid):
+    with local_server(profile, max_video_kbps) as (url, pid):
         for transport in transports:
             for n in ladder:
                 ws, rtc = (n, 0) if transport == "websocket" else (0, n)
@@ -1287,6 +1265,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per capacity step")
     parser.add_argument("--profile", default="high", help="device profile of the server sessions")
     add_phases_argument(parser)
+    add_bitrate_argument(parser)
+    parser.add_argument(
+        "--bitrate-clips", type=int, default=40, help="clips with 福 (and half as many without)"
+    )
     parser.add_argument("--ocr-clips", type=int, default=40, help="clips per content, OCR")
     parser.add_argument("--ocr-per-clip", type=int, default=2, help="frames per clip, OCR")
     parser.add_argument("--ocr-threads", type=int, default=1, help="threads, ours and OCR alike")
@@ -1376,10 +1358,13 @@ def run_bench(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
     if "capacity" in sections:
         ladder = [int(n) for n in args.ladder.split(",") if n]
         transports = [t for t in args.transports.split(",") if t]
-        rows_c = capacity_rows(ladder, transports, args.duration, args.profile, args.phases)
+        rows_c = capacity_rows(
+            ladder, transports, args.duration, args.profile, args.phases, args.max_video_kbps
+        )
+        limit = "server default" if args.max_video_kbps is None else args.max_video_kbps
         out(
             f"\n## Capacity: {FPS:g} fps 640x480 streams, profile {args.profile!r}, "
-            f"{args.phases} camera phases, {args.duration:g} s per step, "
+            f"{args.phases} camera phases, --max-video-kbps {limit}, {args.duration:g} s per step, "
             "load generator on the same machine\n"
         )
         out(format_capacity(rows_c))
@@ -1403,6 +1388,16 @@ def run_bench(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             ],
             "summary": summary,
         }
+    if "bitrate" in sections:
+        detector = OnnxDetector(find_card("l", "int8"))
+        rows_b = bitrate_rows(detector, args.bitrate_clips, args.bitrate_clips // 2)
+        out(
+            f"\n## Bitrate: {args.bitrate_clips} clips with 福 and {args.bitrate_clips // 2} "
+            f"without, {FRAMES} frames 640x480 at {FPS:g} fps, VP8, l INT8 at "
+            f"{detector.threshold:g}\n"
+        )
+        out(format_bitrate(rows_b))
+        report["bitrate"] = [asdict(r) for r in rows_b]
     if "ocr" in sections:
         frames = labelled_frames(args.ocr_clips, args.ocr_per_clip)
         ours = list(dict.fromkeys([tiers[-1], tiers[0]]))  # the largest and the smallest

@@ -8,8 +8,11 @@ with ``--pid`` for resource sampling), streams a generated 福 clip from every
 client at ``--fps``, and prints result latency percentiles per transport,
 frames processed and dropped, and the server's CPU, RSS and open files over
 time. Everything runs on this machine, so WebRTC clients send the clip
-VP8-encoded once at start-up (a phone encodes on its own CPU): per stream they cost
-only RTP and SRTP, not a live encoder, of the CPU they share with the server.
+VP8-encoded once (a phone encodes on its own CPU): per stream they cost only RTP
+and SRTP, not a live encoder, of the CPU they share with the server. As a browser
+does, a WebRTC client sends at most the bitrate the server's answer asks for
+(``b=AS``, ``serve --max-video-kbps``), else at a camera's usual 1.5 Mbit/s:
+the clip is encoded once for each rate asked.
 
 Streams started together would tick together: every camera's frame would arrive
 in the same millisecond, a burst no set of independent phones sends. So by
@@ -46,9 +49,12 @@ from aiortc import (
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from clients.cli_types import non_negative_int
 from clients.local_server import local_server as running_server
+from clients.video_codec import CAMERA_BITRATE, encode_video
 from clients.ws_client import encode_jpeg
 from detectors.core import ImageBGR
+from stream.bitrate import asked_video_kbps
 from stream.server import loopback_host_addresses
 
 VIDEO_CLOCK = 90_000
@@ -164,14 +170,32 @@ class ClipTrack(VideoStreamTrack):
         return packet
 
 
-def vp8_clip(images: list[ImageBGR], fps: float) -> list[bytes]:
-    """``images`` encoded once, as the pipeline benchmark's VP8 stream (about 1.5 Mbit/s)."""
-    from clients.bench import encode_video  # bench imports this module
-
-    packets = encode_video(images, "libvpx", fps)
+def vp8_clip(images: list[ImageBGR], fps: float, bitrate: int) -> list[bytes]:
+    """``images`` encoded once, as the pipeline benchmark's VP8 stream, at ``bitrate`` bit/s."""
+    packets = encode_video(images, "libvpx", fps, bitrate)
     if len(packets) != len(images) or not packets[0].is_keyframe:
         raise RuntimeError("the VP8 clip must be one packet per frame, starting with a keyframe")
     return [bytes(p) for p in packets]
+
+
+class VideoClips:
+    """The load's VP8 clip at each bitrate a server's answer asks for, encoded once per rate
+    (in a thread: the other streams go on) and shared by every stream."""
+
+    def __init__(self, images: list[ImageBGR], fps: float) -> None:
+        self.images, self.fps = images, fps
+        self._encoded: dict[int, asyncio.Task[list[bytes]]] = {}
+
+    def for_answer(self, sdp: str) -> asyncio.Task[list[bytes]]:
+        """The clip a camera sends to a server that answered ``sdp``: at the rate it asks
+        for, if less than the camera's own (:data:`clients.video_codec.CAMERA_BITRATE`)."""
+        asked = asked_video_kbps(sdp)
+        rate = CAMERA_BITRATE if asked is None else min(CAMERA_BITRATE, asked * 1000)
+        if rate not in self._encoded:
+            self._encoded[rate] = asyncio.ensure_future(
+                asyncio.to_thread(vp8_clip, self.images, self.fps, rate)
+            )
+        return self._encoded[rate]
 
 
 def send_clip(pc: RTCPeerConnection, track: ClipTrack) -> RTCRtpSender:
@@ -187,12 +211,12 @@ def send_clip(pc: RTCPeerConnection, track: ClipTrack) -> RTCRtpSender:
 
 
 async def webrtc_stream(
-    url: str, packets: list[bytes], fps: float, stop: float, stats: StreamStats, phase: float
+    url: str, clips: VideoClips, fps: float, stop: float, stats: StreamStats, phase: float
 ) -> None:
     # No ICE servers: the server is on this host or LAN, and aiortc's default (Google's STUN)
     # would add a lookup per stream.
     pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-    track = ClipTrack(packets, fps, phase)
+    track = ClipTrack([], fps, phase)  # its clip comes with the answer
     channel = pc.createDataChannel("results")
     channel.on(
         "message", lambda raw: stats.on_message(json.loads(raw), track.origin or time.monotonic())
@@ -206,6 +230,7 @@ async def webrtc_stream(
             if response.status != 200:
                 stats.errors += 1
                 return
+        track.packets = await clips.for_answer(answer["sdp"])  # before any frame is asked for
         await pc.setRemoteDescription(RTCSessionDescription(answer["sdp"], answer["type"]))
         await asyncio.sleep(max(0.0, stop - time.monotonic()))
         stats.sent = track.n
@@ -304,8 +329,10 @@ def rss_trend(samples: list[Sample]) -> float:
 
 
 @contextlib.contextmanager
-def local_server(profile: str) -> Iterator[tuple[str, int]]:
-    """A quiet local server on ``profile`` with room for many sessions: (url, pid)."""
+def local_server(profile: str, max_video_kbps: int | None = None) -> Iterator[tuple[str, int]]:
+    """A quiet local server on ``profile`` with room for many sessions: (url, pid).
+    ``max_video_kbps``: its ``--max-video-kbps`` (``None``: the server's default)."""
+    limit = [] if max_video_kbps is None else ["--max-video-kbps", str(max_video_kbps)]
     with running_server(
         "--profile",
         profile,
@@ -313,6 +340,7 @@ def local_server(profile: str) -> Iterator[tuple[str, int]]:
         "256",
         "--max-sessions-per-client",
         "256",
+        *limit,
         quiet=True,
     ) as server:
         yield server.url, server.process.pid
@@ -343,7 +371,7 @@ async def measure_load(
     aioice.ice.get_host_addresses = loopback_host_addresses  # loopback only
     images = clip_frames(fps)
     jpegs = [encode_jpeg(image) for image in images]
-    video = vp8_clip(images, fps) if webrtc else []
+    clips = VideoClips(images, fps)
     streams = [StreamStats("websocket") for _ in range(ws)]
     streams += [StreamStats("webrtc") for _ in range(webrtc)]
     stop = time.monotonic() + duration
@@ -351,7 +379,7 @@ async def measure_load(
     jobs = [
         websocket_stream(url.replace("http", "ws") + "/ws", jpegs, fps, stop, s, phase)
         if s.transport == "websocket"
-        else webrtc_stream(url + "/offer", video, fps, stop, s, phase)
+        else webrtc_stream(url + "/offer", clips, fps, stop, s, phase)
         for s, phase in zip(streams, stream_phases(len(streams), fps, phases), strict=True)
     ]
     if pid is not None:
@@ -383,6 +411,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=float, default=20.0, help="seconds")
     parser.add_argument("--sample", type=float, default=5.0, help="resource sample interval, s")
     add_phases_argument(parser)
+    add_bitrate_argument(parser)
     parser.add_argument("--profile", default="host", help="device profile of the local server")
     parser.add_argument("--url", help="target this server instead of starting one")
     parser.add_argument("--pid", type=int, help="server process to sample (with --url)")
@@ -397,11 +426,20 @@ def add_phases_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_bitrate_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-video-kbps",
+        type=non_negative_int,
+        help="the local server's --max-video-kbps (default: its own; 0: no limit); "
+        "WebRTC clients send what its answer asks for",
+    )
+
+
 def loadtest_main(args: argparse.Namespace) -> int:
     # uvloop, as in the server: the load generator shares the machine, so its cost is kept low.
     if args.url:
         print(uvloop.run(run_load(args, args.url.rstrip("/"), args.pid)))
         return 0
-    with local_server(args.profile) as (url, pid):
+    with local_server(args.profile, args.max_video_kbps) as (url, pid):
         print(uvloop.run(run_load(args, url, pid)))
     return 0

@@ -31,6 +31,9 @@ class ServerConfig:
         ice_servers: STUN URLs (``stun:HOST[:PORT]``, at most one) whose server-reflexive
             candidates each peer connection also offers; empty: host candidates only, and no
             query leaves the server (aiortc alone would ask Google's STUN server every offer).
+        max_video_kbps: the most video a WebRTC client is asked to send, kbit/s (SDP
+            ``b=AS`` and REMB, :mod:`stream.bitrate`); 0: no limit. 500 is a third of what a
+            browser sends of a 640x480 camera, at the same per-frame recall.
     """
 
     default_profile: str = "host"
@@ -40,6 +43,7 @@ class ServerConfig:
     allowed_origins: frozenset[str] = frozenset()
     ice_timeout_s: float = 15.0
     ice_servers: tuple[str, ...] = ()
+    max_video_kbps: int = 500
 
 
 @dataclass(slots=True)

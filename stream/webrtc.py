@@ -26,6 +26,7 @@ from av import VideoFrame
 
 from stream import metrics
 from stream.admission import SHUTTING_DOWN, Admission, ServerConfig, Ticket, refuse
+from stream.bitrate import cap_remb, limit_video_bitrate
 from stream.client_json import JsonError, parse_object
 from stream.images import MAX_PIXELS, video_frame_decoder
 from stream.jitter import bound_decoder_backlog, complete_frames_on_marker
@@ -170,6 +171,8 @@ class WebRtcGateway:
                 if transceiver.kind == "video":  # before any packet can arrive
                     complete_frames_on_marker(transceiver.receiver)
                     bound_decoder_backlog(transceiver.receiver)
+                    if self.config.max_video_kbps:
+                        cap_remb(transceiver.receiver, self.config.max_video_kbps)
             await pc.setLocalDescription(await pc.createAnswer())
         except Exception as exc:  # aiortc raises many types for bad SDP
             await self.close(peer_id)
@@ -185,7 +188,10 @@ class WebRtcGateway:
             return refuse(503, SHUTTING_DOWN)
         peer.spawn(self._close_unless_connected(peer_id))
         answer = pc.localDescription
-        return web.json_response({"sdp": answer.sdp, "type": answer.type, "peer": peer_id})
+        sdp = answer.sdp
+        if self.config.max_video_kbps:  # aiortc writes no b= lines, and ignores them
+            sdp = limit_video_bitrate(sdp, self.config.max_video_kbps)
+        return web.json_response({"sdp": sdp, "type": answer.type, "peer": peer_id})
 
     async def _close_unless_connected(self, peer_id: str) -> None:
         """Peers whose ICE never completes would otherwise hold ports and a session forever."""

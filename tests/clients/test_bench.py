@@ -1,6 +1,7 @@
 """run.py bench code paths on tiny inputs: every table builds; no timing is asserted."""
 
 import argparse
+import contextlib
 import json
 import math
 import socket
@@ -9,8 +10,10 @@ import numpy as np
 import pytest
 
 from clients import bench
+from clients.bitrate_bench import FRAMES, bitrate_rows, format_bitrate
 from clients.loadtest import LoadResult, Sample, StreamStats
 from detectors.card import find_card
+from detectors.onnx_detector import OnnxDetector
 
 TIERS = bench.shipped_tiers()
 needs_model = pytest.mark.skipif(not TIERS, reason="no tier shipped in both FP32 and INT8")
@@ -130,6 +133,36 @@ def test_capacity_rows_judge_server_and_client_latency():
 def test_capacity_against_a_real_server_for_one_second():
     (row,) = bench.capacity_rows([1], ["websocket"], duration=1.0, profile="host")
     assert row.streams == 1 and row.errors == 0
+
+
+@needs_model
+def test_capacity_asks_the_server_for_the_given_bitrate_limit(monkeypatch):
+    asked: list[tuple[str, int | None]] = []
+
+    @contextlib.contextmanager
+    def fake_server(profile, max_video_kbps=None):
+        asked.append((profile, max_video_kbps))
+        yield "http://127.0.0.1:9", None
+
+    monkeypatch.setattr(bench, "local_server", fake_server)
+    assert bench.capacity_rows([], ["webrtc"], 1.0, "high", max_video_kbps=0) == []
+    assert asked == [("high", 0)]
+
+
+@needs_model
+def test_bitrate_rows_code_the_clips_and_keep_the_detections():
+    detector = OnnxDetector(find_card("l", "int8"))
+    rows = bitrate_rows(detector, fu_clips=1, negative_clips=1, rates=(1500, 300))
+    uncoded, high, low = rows
+    assert [r.asked_kbps for r in rows] == [None, 1500, 300]
+    assert all(r.frames == 2 * FRAMES and r.fu == uncoded.fu > 0 for r in rows)
+    assert uncoded.packets_per_frame == 0 and uncoded.coded_kbps == 0
+    # Fewer bits, fewer packets; the encoder lands near what it was asked for.
+    assert high.packets_per_frame > low.packets_per_frame >= 1
+    assert 0.5 * 300 < low.coded_kbps < 2 * 300
+    assert all(0 <= r.recall <= 1 and r.found <= r.fu for r in rows)
+    table = format_bitrate(rows)
+    assert "| uncoded |" in table and "| 300 |" in table
 
 
 def test_no_network_refuses_and_records_connections():

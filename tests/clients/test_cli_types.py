@@ -2,7 +2,7 @@ import argparse
 
 import pytest
 
-from clients.cli_types import positive_int, positive_number
+from clients.cli_types import non_negative_int, positive_int, positive_number
 
 
 @pytest.mark.parametrize(
@@ -20,6 +20,10 @@ from clients.cli_types import positive_int, positive_number
         (positive_int, "0", None),
         (positive_int, "-2", None),
         (positive_int, "2.5", None),
+        (non_negative_int, "0", 0),
+        (non_negative_int, "500", 500),
+        (non_negative_int, "-1", None),
+        (non_negative_int, "x", None),
     ],
 )
 def test_positive_number_options(parse, text, value):

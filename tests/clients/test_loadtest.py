@@ -1,5 +1,6 @@
 """The load generator survives a server that drops one of its streams, answers a keyframe
-request as a browser does, and starts its cameras at independent phases unless told not to."""
+request and sends the bitrate the server asks for as a browser does, and starts its cameras
+at independent phases unless told not to."""
 
 import asyncio
 import json
@@ -10,7 +11,50 @@ from aiortc import RTCPeerConnection
 from aiortc.rtp import RTCP_PSFB_PLI, RtcpPsfbPacket
 from websockets.asyncio.server import ServerConnection, serve
 
-from clients.loadtest import ClipTrack, StreamStats, send_clip, stream_phases, websocket_stream
+import clients.loadtest
+from clients.loadtest import (
+    ClipTrack,
+    StreamStats,
+    VideoClips,
+    send_clip,
+    stream_phases,
+    websocket_stream,
+)
+from clients.video_codec import CAMERA_BITRATE
+from stream.bitrate import limit_video_bitrate
+
+ANSWER = "v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 97\r\nc=IN IP4 0.0.0.0\r\na=mid:0\r\n"
+
+
+@pytest.mark.parametrize(
+    ("answers", "encoded"),
+    [
+        pytest.param([ANSWER], [CAMERA_BITRATE], id="no-limit-the-camera's-own-rate"),
+        pytest.param([limit_video_bitrate(ANSWER, 500)], [500_000], id="the-asked-rate"),
+        pytest.param(
+            [limit_video_bitrate(ANSWER, 5000)], [CAMERA_BITRATE], id="never-above-the-camera's"
+        ),
+        pytest.param(
+            [limit_video_bitrate(ANSWER, 500)] * 3 + [ANSWER],
+            [500_000, CAMERA_BITRATE],
+            id="once-per-rate",
+        ),
+    ],
+)
+async def test_webrtc_clips_are_encoded_at_the_rate_the_answer_asks_for(
+    monkeypatch: pytest.MonkeyPatch, answers: list[str], encoded: list[int]
+) -> None:
+    rates: list[int] = []
+
+    def vp8_clip(images: list, fps: float, bitrate: int) -> list[bytes]:
+        rates.append(bitrate)
+        return [f"{bitrate}".encode()]
+
+    monkeypatch.setattr(clients.loadtest, "vp8_clip", vp8_clip)
+    clips = VideoClips([], 15.0)
+    sent = [await clips.for_answer(sdp) for sdp in answers]
+    assert rates == encoded
+    assert sent[0] == [f"{encoded[0]}".encode()]
 
 
 async def test_a_websocket_stream_closed_by_the_server_is_counted_lost_not_raised() -> None:

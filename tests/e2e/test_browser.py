@@ -341,3 +341,43 @@ def test_a_target_photo_without_texture_is_refused_on_the_page(live_server, tmp_
         results = wait_for(page, lambda r: any(m["type"] == "error" for m in r))
         assert page.is_enabled("#register")  # the user can try another photo
     assert [m["code"] for m in results if m["type"] == "error"] == ["no_texture"]
+
+
+RECORD_PEERS = """
+window.peers = [];
+window.RTCPeerConnection = class extends window.RTCPeerConnection {
+  constructor(...args) { super(...args); window.peers.push(this); }
+};
+"""
+VIDEO_BYTES_SENT = """async () => {
+  let sent = 0;
+  for (const pc of window.peers) {
+    (await pc.getStats()).forEach((r) => {
+      if (r.type === "outbound-rtp" && r.kind === "video") sent += r.bytesSent;
+    });
+  }
+  return sent;
+}"""
+
+
+def sent_kbps(page: Page, seconds: float) -> float:
+    """The page's video bitrate over the next ``seconds``, from its peers' own statistics."""
+    first = page.evaluate(VIDEO_BYTES_SENT)
+    page.wait_for_timeout(seconds * 1000)
+    return (page.evaluate(VIDEO_BYTES_SENT) - first) * 8 / seconds / 1000
+
+
+def test_the_browser_sends_no_more_video_than_the_server_asks_for(tmp_path):
+    """Chromium starts near 300 kbit/s and climbs; asked for 100 it stays near 100."""
+    clip = clip_file(tmp_path, "fu", seed=7)
+    rates = {}
+    for limit in ("100", "0"):
+        with (
+            own_server(tmp_path, "--max-video-kbps", limit) as server,
+            demo_page(
+                server.url + "/?autostart", clip, lambda page: page.add_init_script(RECORD_PEERS)
+            ) as page,
+        ):
+            wait_for(page, lambda r: len(frames(r)) >= 30)
+            rates[limit] = sent_kbps(page, 4.0)
+    assert rates["100"] < 140 < 2 * 100 < rates["0"], rates

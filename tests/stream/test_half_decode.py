@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from fakes import RedSquareDetector, jpeg, red_square_frame
 
-from clients.bench import encode_video
+from clients.video_codec import encode_video
 from detectors.objects.features import FRAME_SIDE
 from detectors.onnx_detector import load_detector
 from detectors.synth.scenes import make_clip

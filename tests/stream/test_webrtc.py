@@ -16,6 +16,7 @@ from resources import released, snapshot
 
 import stream.webrtc
 from stream.admission import Admission, ServerConfig, Ticket
+from stream.bitrate import CappedEstimator, asked_video_kbps
 from stream.server import ADMISSION, GATEWAY, loopback_host_addresses
 from stream.session import error_message
 from stream.webrtc import MAX_CHANNEL_BACKLOG, MAX_CHANNEL_BUFFER, Peer
@@ -432,3 +433,17 @@ async def test_data_channel_backlog_is_bounded_for_every_message(message, buffer
     finally:
         await peer.pc.close()
     assert bool(channel.sent) == sent
+
+
+@pytest.mark.parametrize(("kbps", "asked"), [(None, 500), (800, 800), (0, None)])
+async def test_the_answer_asks_for_the_configured_video_bitrate(make_server, kbps, asked):
+    config = ServerConfig() if kbps is None else ServerConfig(max_video_kbps=kbps)
+    server = await make_server(config)
+    answer = await answer_to_an_offer(server)
+    assert asked_video_kbps(answer) == asked
+    (peer,) = server.app[GATEWAY].peers.values()
+    (transceiver,) = [t for t in peer.pc.getTransceivers() if t.kind == "video"]
+    estimator = transceiver.receiver._RTCRtpReceiver__remote_bitrate_estimator
+    assert isinstance(estimator, CappedEstimator) == (asked is not None)
+    if asked is not None:
+        assert estimator.limit_bps == asked * 1000
