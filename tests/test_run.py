@@ -92,18 +92,24 @@ def test_eval_hw_help_names_its_options_metavars(capsys):
 
 
 @pytest.mark.parametrize(
-    ("flags", "servers"),
+    ("flags", "field", "value"),
     [
-        pytest.param([], (), id="default-none"),
+        pytest.param([], "ice_servers", (), id="no-stun-by-default"),
         pytest.param(
-            ["--ice-server", "stun:example.org:3478"], ("stun:example.org:3478",), id="given"
+            ["--ice-server", "stun:example.org:3478"],
+            "ice_servers",
+            ("stun:example.org:3478",),
+            id="stun-given",
         ),
+        pytest.param([], "max_video_kbps", 500, id="video-limit-by-default"),
+        pytest.param(["--max-video-kbps", "800"], "max_video_kbps", 800, id="video-limit-given"),
+        pytest.param(["--max-video-kbps", "0"], "max_video_kbps", 0, id="no-video-limit"),
     ],
 )
-def test_ice_servers_reach_the_server_config(monkeypatch, flags, servers):
+def test_serve_flags_reach_the_server_config(monkeypatch, flags, field, value):
     configs = []
     monkeypatch.setattr(
         stream.server, "serve", lambda _h, _p, config, *_, **__: configs.append(config)
     )
     assert run.main(["serve", *flags]) == 0
-    assert [config.ice_servers for config in configs] == [servers]
+    assert [getattr(config, field) for config in configs] == [value]
