@@ -53,7 +53,8 @@ class BitrateRow:
 def coded(clip: Clip, kbps: int) -> tuple[list[ImageBGR], int, int, float]:
     """``clip``'s frames through VP8 at ``kbps``: frames, bytes, RTP packets, ms per decode."""
     packets = encode_video(clip.frames, "libvpx", FPS, kbps * 1000)
-    rtp = sum(len(Vp8Encoder().pack(p)[0]) for p in packets)
+    packetizer = Vp8Encoder()  # only its RTP packetizer: the clip is encoded already
+    rtp = sum(len(packetizer.pack(p)[0]) for p in packets)
     frames, ms = decode_video("libvpx", packets)
     images = [cast(ImageBGR, f.to_ndarray(format="bgr24")) for f in frames]
     return images, sum(p.size for p in packets), rtp, ms
