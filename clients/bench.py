@@ -1,6 +1,6 @@
 """Where every millisecond goes: ``python run.py bench`` prints tables (``--json PATH`` too).
 
-    python run.py bench                               # all five sections, about 7 minutes
+    python run.py bench                               # all five sections, about 9 minutes
     python run.py bench --only detector,pipeline      # a subset
     python run.py bench --json docs/benchmarks.json   # docs/benchmarks.md reads this run
 
