@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -438,6 +439,11 @@ def add_bitrate_argument(parser: argparse.ArgumentParser) -> None:
 def loadtest_main(args: argparse.Namespace) -> int:
     # uvloop, as in the server: the load generator shares the machine, so its cost is kept low.
     if args.url:
+        if args.max_video_kbps is not None:  # the server at --url has its own limit
+            print(
+                "loadtest: --max-video-kbps sets a local server's; not with --url", file=sys.stderr
+            )
+            return 2
         print(uvloop.run(run_load(args, args.url.rstrip("/"), args.pid)))
         return 0
     with local_server(args.profile, args.max_video_kbps) as (url, pid):

@@ -2,6 +2,7 @@
 request and sends the bitrate the server asks for as a browser does, and starts its cameras
 at independent phases unless told not to."""
 
+import argparse
 import asyncio
 import json
 import time
@@ -120,3 +121,11 @@ async def test_a_camera_with_a_phase_starts_its_clock_that_much_later() -> None:
     assert track.origin is not None
     assert before + 0.02 <= track.origin <= time.monotonic()
     assert (bytes(first), first.pts) == (b"key", 0)
+
+
+def test_a_bitrate_limit_for_a_server_it_does_not_start_is_refused(capsys) -> None:
+    parser = argparse.ArgumentParser()
+    clients.loadtest.add_arguments(parser)
+    args = parser.parse_args(["--url", "http://127.0.0.1:9", "--max-video-kbps", "300"])
+    assert clients.loadtest.loadtest_main(args) == 2
+    assert "not with --url" in capsys.readouterr().err
