@@ -45,11 +45,11 @@ types: $(VENV)/.dev-deps
 unit: $(VENV)/.dev-deps
 	$(PY) -m pytest -q
 
-# The pure voting core (the state machine, evidence, tracker, smoothing, presets, k-of-n and
-# the simulated detector) is branch-covered by tests/voting alone; below 100 % this fails.
+# The pure cores, voting (the state machine, evidence, tracker, smoothing, presets, k-of-n,
+# the simulated detector) and hw_sim, are branch-covered by their own tests; below 100 % fails.
 coverage: $(VENV)/.dev-deps
 	mkdir -p build
-	$(PY) -m coverage run -m pytest -q -p no:cacheprovider tests/voting
+	$(PY) -m coverage run -m pytest -q -p no:cacheprovider tests/voting tests/hw_sim
 	$(PY) -m coverage report
 
 test: system-deps lint types unit coverage

@@ -144,5 +144,6 @@ def test_simulator_timelines_start_cool_and_repeat_by_seed():
 def test_emulated_profiles_need_a_model_and_pass_through_has_no_timeline():
     with pytest.raises(ValueError, match="needs a model spec"):
         DeviceSimulator(phone())
+    assert not DeviceSimulator(DeviceProfile("host")).emulated
     with pytest.raises(ValueError, match="pass-through"):
         DeviceSimulator(DeviceProfile("host")).timeline()

@@ -164,3 +164,20 @@ def test_a_profile_without_compute_figures_is_pass_through():
 )
 def test_budget_is_explicit_else_one_camera_frame_else_none(profile, budget):
     assert profile.budget_ms == pytest.approx(budget)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: Thermal(heat_tau_s=0), "time constants must be > 0"),
+        (lambda: Thermal(cool_tau_s=-1), "time constants must be > 0"),
+        (lambda: Thermal(onset=1.0), "onset must be in [0, 1), got 1.0"),
+        (lambda: Thermal(min_speed=0), "min_speed must be in (0, 1], got 0"),
+        (lambda: DeviceProfile("x", jitter=-0.1), "profile 'x': jitter must be >= 0, got -0.1"),
+    ],
+)
+def test_profiles_made_in_code_are_checked_as_files_are(make, message):
+    """Files are checked against LIMITS first; a profile built in Python gets these."""
+    with pytest.raises(ProfileError) as refused:
+        make()
+    assert message in str(refused.value)

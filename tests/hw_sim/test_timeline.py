@@ -44,6 +44,13 @@ def test_busy_device_keeps_only_the_newest_waiting_frame(latency, expected, drop
     assert timeline.started + timeline.dropped == len(FPS30)
 
 
+def test_the_last_arrival_is_the_newest_frame_offered_kept_or_not():
+    timeline = DeviceTimeline(constant(0.1), camera_fps=10)
+    assert timeline.last_arrival == float("-inf")
+    schedule(timeline, [(0, 0.0), (1, 0.05)], flush=False)  # 1 is skipped by the camera
+    assert timeline.last_arrival == 0.05
+
+
 def test_every_arrival_is_started_dropped_or_skipped_by_the_camera():
     timeline = DeviceTimeline(constant(0.07), camera_fps=24)
     starts = schedule(timeline, [(i, i / 60) for i in range(120)])
