@@ -380,4 +380,4 @@ def test_the_browser_sends_no_more_video_than_the_server_asks_for(tmp_path):
         ):
             wait_for(page, lambda r: len(frames(r)) >= 30)
             rates[limit] = sent_kbps(page, 4.0)
-    assert rates["100"] < 140 < 2 * 100 < rates["0"], rates
+    assert rates["100"] < 140 and rates["0"] > 200, rates
