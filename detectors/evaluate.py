@@ -40,7 +40,14 @@ import numpy.typing as npt
 from detectors.card import MODELS_DIR, ModelCard, list_cards, read_card, update_card
 from detectors.core import Detections, ImageBGR, iou
 from detectors.onnx_detector import OnnxDetector, letterbox
-from detectors.synth.scenes import Boxes, Content, LabelledScene, Split, render_scene
+from detectors.synth.scenes import (
+    Boxes,
+    Content,
+    LabelledScene,
+    SceneOptions,
+    Split,
+    render_scene,
+)
 
 FRAME_WIDTH, FRAME_HEIGHT = 640, 480
 AP_IOU = 0.5
@@ -82,7 +89,12 @@ def held_out(
     base = SEED_BASE[(split, str(content))]
     for i in range(count):
         yield render_scene(
-            base + i, FRAME_WIDTH, FRAME_HEIGHT, split, content, cut_look_alikes=cut_look_alikes
+            base + i,
+            FRAME_WIDTH,
+            FRAME_HEIGHT,
+            split,
+            content,
+            SceneOptions(cut_look_alikes=cut_look_alikes),
         )
 
 

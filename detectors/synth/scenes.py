@@ -52,6 +52,8 @@ LABEL_MIN_VISIBLE = 0.75
 """...and this much of its ink box; otherwise it is an ignored region."""
 CONTENT_MIX = (("fu", 0.55), ("negative", 0.3), ("empty", 0.15))
 """How often ``content="mixed"`` scenes hold 福, only look-alikes, or no poster at all."""
+UPSIDE_DOWN_SHARE = 0.3
+"""How often a character is printed upside down (倒福, and look-alikes the same)."""
 
 # (background, ink) colours, BGR. Red-and-gold is what most real 福 posters look like.
 _PALETTES = (
@@ -67,7 +69,7 @@ _PALETTES = (
 )
 _PLACEMENT_TRIES = 8
 _STYLES = ("diamond", "square", "round", "bare")
-_STYLE_P = (0.4, 0.3, 0.15, 0.15)
+_STYLE_P = (0.4, 0.3, 0.15, 0.15)  # the last: bare ink, printed straight onto the scene
 # Glyph side as a fraction of the poster side, per style.
 _GLYPH_FRACTION = {"diamond": (0.48, 0.6), "square": (0.6, 0.85), "round": (0.5, 0.62)}
 
@@ -82,6 +84,40 @@ class Poster:
     radical_box: tuple[float, float, float, float]
     """Where the radical of a 福 would be: the ink box's leading ``RADICAL_SHARE`` (its left,
     or its right when the glyph is upside down)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SceneOptions:
+    """Training-time changes to what a scene holds; the defaults are the generator's own mix,
+    which every evaluation uses."""
+
+    cut_look_alikes: bool = False
+    """Look-alikes cut by the frame edge, and a 福 cut so far that it could be one of them
+    ignored instead of labelled (module docstring). Without it ``ignore`` is always empty."""
+    bare_ink_share: float | None = None
+    """The share of posters that are bare ink (no paper); ``None``: ``_STYLE_P``'s. The other
+    styles keep their proportions."""
+    upside_down_share: float = UPSIDE_DOWN_SHARE
+    """The share of characters printed upside down."""
+
+    def __post_init__(self) -> None:
+        for name in ("bare_ink_share", "upside_down_share"):
+            share = getattr(self, name)
+            if share is not None and not 0.0 <= share <= 1.0:
+                raise ValueError(f"{name} must be within 0..1, got {share}")
+
+    def style_p(self) -> tuple[float, ...]:
+        """Probabilities of ``_STYLES``."""
+        if self.bare_ink_share is None:
+            return _STYLE_P
+        papers = sum(_STYLE_P[:-1])
+        return (
+            *(p / papers * (1 - self.bare_ink_share) for p in _STYLE_P[:-1]),
+            self.bare_ink_share,
+        )
+
+
+GENERATOR_MIX = SceneOptions()
 
 
 class LabelledScene(NamedTuple):
@@ -100,7 +136,9 @@ class Clip(NamedTuple):
     boxes: list[Boxes]
 
 
-def _glyph_ink(rng: Rng, mask: npt.NDArray[np.uint8], side: int) -> tuple[FloatImage, bool]:
+def _glyph_ink(
+    rng: Rng, mask: npt.NDArray[np.uint8], side: int, upside_down_share: float
+) -> tuple[FloatImage, bool]:
     """The bank mask with random stroke weight, maybe upside down (倒福), resized to ``side``.
 
     Returns the ink and whether it is upside down.
@@ -110,7 +148,7 @@ def _glyph_ink(rng: Rng, mask: npt.NDArray[np.uint8], side: int) -> tuple[FloatI
         kernel = np.ones((3, 3), np.uint8)
         thinned = cv2.erode(mask, kernel) if weight == 0 else cv2.dilate(mask, kernel)
         mask = np.asarray(thinned, np.uint8)
-    upside_down = bool(rng.random() < 0.3)
+    upside_down = bool(rng.random() < upside_down_share)
     if upside_down:
         mask = mask[::-1, ::-1]
     interpolation = cv2.INTER_AREA if side < mask.shape[0] else cv2.INTER_LINEAR
@@ -118,8 +156,10 @@ def _glyph_ink(rng: Rng, mask: npt.NDArray[np.uint8], side: int) -> tuple[FloatI
     return resized.astype(np.float32) / 255.0, upside_down
 
 
-def _make_poster(rng: Rng, mask: npt.NDArray[np.uint8], glyph_side: int) -> Poster:
-    style = str(rng.choice(_STYLES, p=_STYLE_P))
+def _make_poster(
+    rng: Rng, mask: npt.NDArray[np.uint8], glyph_side: int, options: SceneOptions
+) -> Poster:
+    style = str(rng.choice(_STYLES, p=options.style_p()))
     lo, hi = _GLYPH_FRACTION.get(style, (1.0, 1.0))
     side = max(glyph_side, round(glyph_side / rng.uniform(lo, hi)))
     paper, ink_colour = _PALETTES[rng.integers(len(_PALETTES))]
@@ -137,7 +177,7 @@ def _make_poster(rng: Rng, mask: npt.NDArray[np.uint8], glyph_side: int) -> Post
     base = shape.astype(np.float32) / 255.0
     ink = np.zeros((side, side), np.float32)
     offset = (side - glyph_side) // 2
-    glyph, upside_down = _glyph_ink(rng, mask, glyph_side)
+    glyph, upside_down = _glyph_ink(rng, mask, glyph_side, options.upside_down_share)
     ink[offset : offset + glyph_side, offset : offset + glyph_side] = glyph
     shade = np.linspace(rng.uniform(0.8, 1.0), rng.uniform(0.9, 1.15), side, dtype=np.float32)
     paper_img = paper_bgr * (shade[:, None, None] if rng.random() < 0.5 else shade[None, :, None])
@@ -331,7 +371,7 @@ def radical_in_view(
 
 
 def _place_posters(
-    rng: Rng, canvas: FloatImage, split: Split, content: str, *, cut_look_alikes: bool
+    rng: Rng, canvas: FloatImage, split: Split, content: str, options: SceneOptions
 ) -> tuple[list[npt.NDArray[np.float32]], list[npt.NDArray[np.float32]]]:
     """Paste this scene's posters onto ``canvas``; return the ink corners of each 福,
     labelled and ignored.
@@ -348,6 +388,7 @@ def _place_posters(
     n_other = int(rng.choice(4, p=(0.35, 0.35, 0.2, 0.1)))
     if content == "negative":
         n_other = max(1, n_other)
+    cut_look_alikes = options.cut_look_alikes
     kinds = [True] * n_target + [False] * (0 if content == "empty" else n_other)
     taken: list[tuple[float, float, float, float]] = []
     targets: list[npt.NDArray[np.float32]] = []
@@ -357,7 +398,7 @@ def _place_posters(
         pool = glyphs.target if is_target else glyphs.negatives
         mask = pool[rng.integers(len(pool))]
         glyph_side = max(12, round(scale * np.exp(rng.uniform(np.log(0.1), np.log(0.75)))))
-        poster = _make_poster(rng, mask, glyph_side)
+        poster = _make_poster(rng, mask, glyph_side, options)
         for attempt in range(_PLACEMENT_TRIES):
             # A 福 that found no free spot goes in the middle: "fu" scenes always hold one.
             last_chance = is_target and not targets and attempt == _PLACEMENT_TRIES - 1
@@ -403,8 +444,7 @@ def render_scene(
     height: int = 240,
     split: Split = "train",
     content: Content = "mixed",
-    *,
-    cut_look_alikes: bool = False,
+    options: SceneOptions = GENERATOR_MIX,
 ) -> LabelledScene:
     """One synthetic camera still, the boxes of every 福 in it, and the 福 to ignore.
 
@@ -416,9 +456,7 @@ def render_scene(
             with ``cut_look_alikes``, in the few scenes where the frame cuts it),
             "negative" only posters of look-alike or other festive characters,
             "empty" none, "mixed" a random one of these.
-        cut_look_alikes: look-alikes cut by the frame edge, and a 福 cut so far
-            that it could be one of them ignored instead of labelled (module
-            docstring). Without it ``ignore`` is always empty.
+        options: the mix of posters, for training (:class:`SceneOptions`).
 
     Returns:
         ``(image, boxes, ignore)``: a ``height x width x 3`` BGR uint8 image and
@@ -429,7 +467,7 @@ def render_scene(
     canvas = _background(rng, split, width, height)
     _clutter(rng, canvas, int(rng.integers(0, 6)))
     picked = _pick_content(rng, content)
-    targets, ignored = _place_posters(rng, canvas, split, picked, cut_look_alikes=cut_look_alikes)
+    targets, ignored = _place_posters(rng, canvas, split, picked, options)
     if rng.random() < 0.2:
         _clutter(rng, canvas, 1)  # may occlude a poster a little, like a hand or a door frame
     return LabelledScene(
@@ -465,12 +503,12 @@ def make_clip(
     _clutter(rng, base, int(rng.integers(0, 4)))
     if content == "mixed":
         with_fu = base.copy()
-        targets, _ = _place_posters(rng, with_fu, split, "fu", cut_look_alikes=False)
+        targets, _ = _place_posters(rng, with_fu, split, "fu", GENERATOR_MIX)
         without = base.copy()
-        _place_posters(rng, without, split, "negative", cut_look_alikes=False)
+        _place_posters(rng, without, split, "negative", GENERATOR_MIX)
         views = [(without, []), (with_fu, targets)]
     else:
-        targets, _ = _place_posters(rng, base, split, content, cut_look_alikes=False)
+        targets, _ = _place_posters(rng, base, split, content, GENERATOR_MIX)
         views = [(base, targets)]
     ready = [(cv2.convertScaleAbs(v), t) for v, t in views]
     first, last = n_frames // 4, 3 * n_frames // 4

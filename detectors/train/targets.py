@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from detectors.synth.scenes import Boxes, Split, render_scene
+from detectors.synth.scenes import GENERATOR_MIX, Boxes, SceneOptions, Split, render_scene
 from detectors.train.model import STRIDE, output_size, scaled_size
 
 BOX_CELL_MIN = 0.3
@@ -74,9 +74,9 @@ def _scene(
     height: int,
     split: Split,
     scales: tuple[float, ...],
-    cut_look_alikes: bool,
+    options: SceneOptions,
 ) -> tuple[npt.NDArray[np.uint8], list[Array]]:
-    scene = render_scene(seed, width, height, split, "mixed", cut_look_alikes=cut_look_alikes)
+    scene = render_scene(seed, width, height, split, "mixed", options)
     rgb = np.ascontiguousarray(scene.image[:, :, ::-1].transpose(2, 0, 1))
     targets = []
     for scale in scales:
@@ -92,22 +92,22 @@ def generate(
     height: int,
     split: Split = "train",
     scales: tuple[float, ...] = (1.0,),
-    cut_look_alikes: bool = False,
+    options: SceneOptions = GENERATOR_MIX,
 ) -> tuple[npt.NDArray[np.uint8], list[Array]]:
     """Scenes for ``seeds`` as ``(N, 3, H, W)`` RGB uint8, and targets for each of ``scales``.
 
     The targets at scale ``k`` are ``(N, 6, kH/8, kW/8)`` and describe the scene
     shrunk by ``k`` (a tier that runs at a lower input resolution). Target
-    channels: heat, l, t, r, b, box weight. ``cut_look_alikes``: see
-    :func:`detectors.synth.scenes.render_scene`.
+    channels: heat, l, t, r, b, box weight. ``options``: the training mix
+    (:class:`detectors.synth.scenes.SceneOptions`).
     """
-    results = [_scene(s, width, height, split, scales, cut_look_alikes) for s in seeds]
+    results = [_scene(s, width, height, split, scales, options) for s in seeds]
     images = np.stack([r[0] for r in results])
     return images, [np.stack([r[1][i] for r in results]) for i in range(len(scales))]
 
 
 def _generate_chunk(
-    job: tuple[range, int, int, Split, tuple[float, ...], bool],
+    job: tuple[range, int, int, Split, tuple[float, ...], SceneOptions],
 ) -> tuple[npt.NDArray[np.uint8], list[Array]]:
     return generate(*job)
 
@@ -124,11 +124,11 @@ def generate_parallel(
     workers: int,
     scales: tuple[float, ...] = (1.0,),
     chunk: int = 256,
-    cut_look_alikes: bool = False,
+    options: SceneOptions = GENERATOR_MIX,
 ) -> Iterator[tuple[npt.NDArray[np.uint8], list[Array]]]:
     """:func:`generate` in ``workers`` processes, yielding chunks in seed order as they are done."""
     jobs = [
-        (seeds[i : i + chunk], width, height, split, scales, cut_look_alikes)
+        (seeds[i : i + chunk], width, height, split, scales, options)
         for i in range(0, len(seeds), chunk)
     ]
     with Pool(workers, initializer=_single_threaded) as pool:

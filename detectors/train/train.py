@@ -34,6 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from detectors.synth.scenes import UPSIDE_DOWN_SHARE, SceneOptions
 from detectors.train.model import BOX_SCALE, INPUT_SCALE, TIERS, FuNet, output_size, scaled_size
 from detectors.train.targets import generate_parallel
 
@@ -155,6 +156,15 @@ def augment(images: torch.Tensor) -> torch.Tensor:
     return x.clamp(0, 1)
 
 
+def scene_options(args: argparse.Namespace) -> SceneOptions:
+    """The training scenes' mix, from the command line."""
+    return SceneOptions(
+        cut_look_alikes=args.cut_look_alikes,
+        bare_ink_share=args.bare_ink_share,
+        upside_down_share=args.upside_down_share,
+    )
+
+
 class SceneStream:
     """Training scenes generated in worker processes straight into device memory, while training.
 
@@ -182,7 +192,7 @@ class SceneStream:
             "train",
             args.workers,
             SCALES,
-            cut_look_alikes=args.cut_look_alikes,
+            options=scene_options(args),
         )
         self._thread = threading.Thread(target=self._fill, args=(chunks,), daemon=True)
         self._thread.start()
@@ -230,7 +240,8 @@ def train(args: argparse.Namespace) -> None:
             "eval",
             args.workers,
             SCALES,
-            cut_look_alikes=args.cut_look_alikes,
+            # the training mix's labels, but the generator's own share of styles
+            options=SceneOptions(cut_look_alikes=args.cut_look_alikes),
         )
     )
     val = (
@@ -374,6 +385,17 @@ def main(argv: list[str] | None = None) -> None:
         "(its radical or a quarter of its ink out of frame) is ignored, not labelled",
     )
     parser.add_argument(
+        "--bare-ink-share",
+        type=float,
+        help="share of posters printed as bare ink, no paper (default: the generator's 0.15)",
+    )
+    parser.add_argument(
+        "--upside-down-share",
+        type=float,
+        default=UPSIDE_DOWN_SHARE,
+        help="share of characters printed upside down",
+    )
+    parser.add_argument(
         "--teacher", type=Path, help="a supernet.pt that --teacher-tiers are held near"
     )
     parser.add_argument("--teacher-tiers", nargs="+", choices=TIERS, default=["l", "m"])
@@ -387,7 +409,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--max-shift", type=float, default=2.0, help="largest shift of the second view, pixels"
     )
-    train(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    try:
+        scene_options(args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    train(args)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from detectors.synth.scenes import (
     CUT_MIN_VISIBLE,
     MIN_VISIBLE,
     Poster,
+    SceneOptions,
     make_clip,
     radical_in_view,
     render_scene,
@@ -143,7 +144,8 @@ def test_only_stills_asked_for_it_hold_look_alikes_cut_by_the_edge() -> None:
     seeds = range(40)
     cut = _placed(
         lambda: [
-            render_scene(s, 320, 240, "train", "negative", cut_look_alikes=True) for s in seeds
+            render_scene(s, 320, 240, "train", "negative", SceneOptions(cut_look_alikes=True))
+            for s in seeds
         ]
     )
     plain = _placed(lambda: [render_scene(s, 320, 240, "train", "negative") for s in seeds])
@@ -153,7 +155,10 @@ def test_only_stills_asked_for_it_hold_look_alikes_cut_by_the_edge() -> None:
 
 
 def test_with_cut_look_alikes_a_fu_cut_far_by_the_edge_is_ignored_not_labelled() -> None:
-    cut = [render_scene(s, 320, 240, "eval", "fu", cut_look_alikes=True) for s in range(200)]
+    cut = [
+        render_scene(s, 320, 240, "eval", "fu", SceneOptions(cut_look_alikes=True))
+        for s in range(200)
+    ]
     ignored = np.concatenate([scene.ignore for scene in cut])
     at_edge = (
         (ignored[:, 0] <= 0)
@@ -165,3 +170,44 @@ def test_with_cut_look_alikes_a_fu_cut_far_by_the_edge_is_ignored_not_labelled()
     assert all(len(scene.boxes) + len(scene.ignore) for scene in cut)  # a "fu" scene holds a 福
     plain = [render_scene(s, 320, 240, "eval", "fu") for s in range(200)]
     assert all(len(scene.boxes) and not len(scene.ignore) for scene in plain)
+
+
+@pytest.mark.parametrize("share", [-0.1, 1.5])
+@pytest.mark.parametrize("name", ["bare_ink_share", "upside_down_share"])
+def test_scene_options_refuse_a_share_outside_0_1(name: str, share: float) -> None:
+    with pytest.raises(ValueError, match=name):
+        SceneOptions(**{name: share})  # type: ignore[arg-type]
+
+
+def test_by_default_scenes_hold_the_generators_own_mix() -> None:
+    assert SceneOptions().style_p() == scenes._STYLE_P
+    assert SceneOptions().upside_down_share == scenes.UPSIDE_DOWN_SHARE
+
+
+def test_a_bare_ink_share_keeps_the_paper_styles_in_proportion() -> None:
+    p = SceneOptions(bare_ink_share=0.35).style_p()
+    assert p[-1] == 0.35 and sum(p) == pytest.approx(1.0)
+    assert np.allclose(np.array(p[:-1]) / sum(p[:-1]), np.array(scenes._STYLE_P[:-1]) / 0.85)
+
+
+def _posters(options: SceneOptions, glyph_side: int = 60) -> list[Poster]:
+    rng = np.random.default_rng(0)
+    glyphs = load_glyphs("train").target
+    return [
+        scenes._make_poster(rng, glyphs[i % len(glyphs)], glyph_side, options) for i in range(30)
+    ]
+
+
+@pytest.mark.parametrize("bare", [0.0, 1.0])
+def test_the_bare_ink_share_decides_which_posters_have_paper(bare: float) -> None:
+    # bare ink is printed straight onto the scene: the poster is the glyph's square alone
+    sides = {p.alpha.shape[0] for p in _posters(SceneOptions(bare_ink_share=bare), 60)}
+    assert (sides == {60}) if bare else (min(sides) > 60)
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0])
+def test_the_upside_down_share_decides_which_glyphs_are_turned(share: float) -> None:
+    # an upside-down 福's radical is at the right of its ink box
+    for poster in _posters(SceneOptions(upside_down_share=share)):
+        side = 2 if share else 0
+        assert poster.radical_box[side] == poster.ink_box[side]

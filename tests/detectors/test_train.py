@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 from detectors.train.model import FuNet  # noqa: E402
 from detectors.train.train import (  # noqa: E402
     frozen_supernet,
+    main,
     shift_consistency_loss,
     shifted_views,
 )
@@ -111,6 +112,7 @@ def test_a_run_held_near_a_teacher_trains_and_saves(tmp_path: Path) -> None:
             "--min-ready", "8", "--resume", str(tmp_path / "start.pt"),
             "--teacher", str(tmp_path / "start.pt"), "--teacher-tiers", "l", "s",
             "--shift-weight", "1.0", "--max-shift", "1.5",
+            "--bare-ink-share", "0.5", "--upside-down-share", "0.4",
             "--out", str(tmp_path / "out"),
         ],
         check=True,
@@ -121,3 +123,13 @@ def test_a_run_held_near_a_teacher_trains_and_saves(tmp_path: Path) -> None:
     assert saved["steps"] == 5 + 3  # the step that reaches the budget is taken too
     assert saved["args"]["teacher_tiers"] == ["l", "s"]
     assert saved["args"]["shift_weight"] == 1.0
+    assert (saved["args"]["bare_ink_share"], saved["args"]["upside_down_share"]) == (0.5, 0.4)
+
+
+@pytest.mark.parametrize("flag", ["--bare-ink-share", "--upside-down-share"])
+def test_a_share_outside_0_1_is_refused_before_any_work(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main([flag, "1.5", "--device", "cpu"])
+    assert "must be within 0..1, got 1.5" in capsys.readouterr().err
