@@ -41,12 +41,15 @@ from detectors.card import MODELS_DIR, ModelCard, list_cards, read_card, update_
 from detectors.core import Detections, ImageBGR, iou
 from detectors.onnx_detector import OnnxDetector, letterbox
 from detectors.synth.scenes import (
+    GENERATOR_MIX,
     Boxes,
     Content,
     LabelledScene,
     SceneOptions,
     Split,
+    add_scene_arguments,
     render_scene,
+    scene_options,
 )
 
 FRAME_WIDTH, FRAME_HEIGHT = 640, 480
@@ -82,10 +85,10 @@ class Result:
 
 
 def held_out(
-    content: Content, count: int, split: Split = "eval", cut_look_alikes: bool = False
+    content: Content, count: int, split: Split = "eval", options: SceneOptions = GENERATOR_MIX
 ) -> Iterator[LabelledScene]:
-    """``count`` 640x480 scenes of ``content`` from ``split``, always the same ones
-    (``cut_look_alikes``: :func:`render_scene`'s option)."""
+    """``count`` 640x480 scenes of ``content`` from ``split``, always the same seeds
+    (``options``: :func:`render_scene`'s)."""
     base = SEED_BASE[(split, str(content))]
     for i in range(count):
         yield render_scene(
@@ -94,7 +97,7 @@ def held_out(
             FRAME_HEIGHT,
             split,
             content,
-            SceneOptions(cut_look_alikes=cut_look_alikes),
+            options,
         )
 
 
@@ -176,7 +179,10 @@ class SceneScores:
 
 
 def score_scenes(
-    detectors: dict[Path, OnnxDetector], scenes: int, split: Split, cut_look_alikes: bool = False
+    detectors: dict[Path, OnnxDetector],
+    scenes: int,
+    split: Split,
+    options: SceneOptions = GENERATOR_MIX,
 ) -> dict[Path, SceneScores]:
     """Every model on the same ``scenes`` mixed and look-alike-only scenes of ``split``.
 
@@ -194,11 +200,11 @@ def score_scenes(
         return found
 
     positives = 0
-    for image, truth, ignore in held_out("mixed", scenes, split, cut_look_alikes):
+    for image, truth, ignore in held_out("mixed", scenes, split, options):
         positives += len(truth)
         for path in detectors:
             scored[path] += match(timed(path, image), truth, ignore)
-    for image, _, _ in held_out("negative", scenes, split, cut_look_alikes):
+    for image, _, _ in held_out("negative", scenes, split, options):
         for path in detectors:
             worst[path].append(max((d.score for d in timed(path, image)), default=0.0))
     return {p: SceneScores(scored[p], positives, worst[p], spent[p]) for p in detectors}
@@ -232,10 +238,12 @@ def shifted(image: ImageBGR, boxes: Boxes, dx: int, dy: int) -> tuple[ImageBGR, 
     return np.asarray(moved, np.uint8), boxes + np.array([dx, dy, dx, dy], np.float32)
 
 
-def shift_stability(detectors: dict[Path, OnnxDetector], scenes: int) -> dict[Path, ShiftStability]:
+def shift_stability(
+    detectors: dict[Path, OnnxDetector], scenes: int, options: SceneOptions = GENERATOR_MIX
+) -> dict[Path, ShiftStability]:
     """Each model on every shift of the held-out scenes with 福: its best score on each 福."""
     best: dict[Path, list[npt.NDArray[np.float64]]] = {p: [] for p in detectors}
-    for image, truth, _ in held_out("mixed", scenes):
+    for image, truth, _ in held_out("mixed", scenes, "eval", options):
         if not len(truth):
             continue
         views = [shifted(image, truth, dx, dy) for dx, dy in SHIFTS]
@@ -285,11 +293,11 @@ def curve_detectors(cards: list[ModelCard]) -> dict[Path, OnnxDetector]:
 
 
 def evaluate(
-    cards: list[ModelCard], scenes: int, latency_runs: int, cut_look_alikes: bool = False
+    cards: list[ModelCard], scenes: int, latency_runs: int, options: SceneOptions = GENERATOR_MIX
 ) -> dict[Path, Result]:
     """Run every model in ``cards`` over the same held-out scenes; see the module docstring."""
     detectors = curve_detectors(cards)
-    scores = score_scenes(detectors, scenes, "eval", cut_look_alikes)
+    scores = score_scenes(detectors, scenes, "eval", options)
     latencies = median_latencies_ms(list(detectors.values()), latency_runs)
     results = {}
     for (path, detector), latency in zip(detectors.items(), latencies, strict=True):
@@ -317,12 +325,12 @@ class ThresholdPick:
 
 
 def pick_thresholds(
-    cards: list[ModelCard], scenes: int, max_fp_rate: float, cut_look_alikes: bool = False
+    cards: list[ModelCard], scenes: int, max_fp_rate: float, options: SceneOptions = GENERATOR_MIX
 ) -> dict[Path, ThresholdPick]:
     """Per model, the lowest grid threshold at which <= ``max_fp_rate`` of look-alikes fire."""
     picks = {}
     detectors = curve_detectors(cards)
-    for path, got in score_scenes(detectors, scenes, "train", cut_look_alikes).items():
+    for path, got in score_scenes(detectors, scenes, "train", options).items():
         ok = [t for t in THRESHOLD_GRID if got.fp_rate(t) <= max_fp_rate]
         threshold = float(ok[0] if ok else THRESHOLD_GRID[-1])
         hits = sum(tp for score, tp in got.scored if score >= threshold)
@@ -374,14 +382,12 @@ def main(argv: list[str] | None = None) -> int:
         help=f"also: each 福 in the held-out scenes moved by {len(SHIFTS) - 1} sub-stride "
         "shifts; how often its detection flickers (found in some shifts, missed in others)",
     )
-    parser.add_argument(
-        "--cut-look-alikes",
-        action="store_true",
-        help="scenes with look-alikes cut by the frame edge; detections of a 福 cut too far "
-        "to label count neither way (the training option of the same name)",
-    )
+    add_scene_arguments(parser)  # the training options: a 福 cut too far counts neither way
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
+    options = scene_options(args)
+    if options != GENERATOR_MIX and (args.write_cards or args.pick_thresholds is not None):
+        parser.error("cards hold numbers of the generator's own mix: no scene options with them")
     command = shlex.join(["python", "run.py", "eval-model", *argv])
     cards = [
         c
@@ -389,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         if c.tier in args.tiers and c.precision in args.precisions
     ]
     if args.pick_thresholds is not None:
-        picks = pick_thresholds(cards, args.scenes, args.pick_thresholds, args.cut_look_alikes)
+        picks = pick_thresholds(cards, args.scenes, args.pick_thresholds)
         print(f"{'model':<16}{'thr':>6}{'recall':>8}{'negFP':>7}   (training split)")
         for card in cards:
             pick = picks[card.path]
@@ -405,10 +411,10 @@ def main(argv: list[str] | None = None) -> int:
         cards = [read_card(card.path) for card in cards]
         # The picks are written, not only printed: say so, since these may be the shipped cards.
         print(f"(thresholds written into {len(cards)} card(s) in {args.models_dir})")
-    results = evaluate(cards, args.scenes, args.latency_runs, args.cut_look_alikes)
+    results = evaluate(cards, args.scenes, args.latency_runs, options)
     print(format_table(cards, results))
     if args.shift_stability:
-        stability = shift_stability(curve_detectors(cards), args.scenes)
+        stability = shift_stability(curve_detectors(cards), args.scenes, options)
         print(
             f"\nunder small shifts ({len(SHIFTS)} positions, up to 3 px, of the same scenes): "
             "flicker = found at the threshold in some, missed in others, of those found at all; "

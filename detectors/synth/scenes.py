@@ -21,6 +21,7 @@ A training option (docs/detector.md, "Run 9" and "Run 10").
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
@@ -118,6 +119,43 @@ class SceneOptions:
 
 
 GENERATOR_MIX = SceneOptions()
+
+
+def add_scene_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of :class:`SceneOptions`, for the commands that generate scenes."""
+    parser.add_argument(
+        "--cut-look-alikes",
+        action="store_true",
+        help="look-alikes cut by the frame edge; a 福 cut so far that it could be one of them "
+        "(its radical or a quarter of its ink out of frame) is ignored, not labelled",
+    )
+    parser.add_argument(
+        "--bare-ink-share",
+        type=_share,
+        help=f"share of posters printed as bare ink, no paper (default {_STYLE_P[-1]})",
+    )
+    parser.add_argument(
+        "--upside-down-share",
+        type=_share,
+        default=UPSIDE_DOWN_SHARE,
+        help="share of characters printed upside down (default %(default)s)",
+    )
+
+
+def scene_options(args: argparse.Namespace) -> SceneOptions:
+    """The options that :func:`add_scene_arguments`'s flags parsed to."""
+    return SceneOptions(args.cut_look_alikes, args.bare_ink_share, args.upside_down_share)
+
+
+def _share(text: str) -> float:
+    """An argparse type: a number within 0..1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be within 0..1, got {text!r}")
+    return value
 
 
 class LabelledScene(NamedTuple):

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from detectors.synth.scenes import UPSIDE_DOWN_SHARE, SceneOptions
+from detectors.synth.scenes import SceneOptions, add_scene_arguments, scene_options
 from detectors.train.model import BOX_SCALE, INPUT_SCALE, TIERS, FuNet, output_size, scaled_size
 from detectors.train.targets import generate_parallel
 
@@ -154,15 +154,6 @@ def augment(images: torch.Tensor) -> torch.Tensor:
     grey = torch.rand(n, 1, 1, 1, device=x.device) < 0.1
     x = torch.where(grey, x.mean(1, keepdim=True).expand_as(x), x)
     return x.clamp(0, 1)
-
-
-def scene_options(args: argparse.Namespace) -> SceneOptions:
-    """The training scenes' mix, from the command line."""
-    return SceneOptions(
-        cut_look_alikes=args.cut_look_alikes,
-        bare_ink_share=args.bare_ink_share,
-        upside_down_share=args.upside_down_share,
-    )
 
 
 class SceneStream:
@@ -378,23 +369,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--min-ready", type=int, default=8000, help="scenes before training starts")
     parser.add_argument("--resume", type=Path, help="a supernet.pt to start from")
-    parser.add_argument(
-        "--cut-look-alikes",
-        action="store_true",
-        help="look-alikes cut by the frame edge; a 福 cut so far that it could be one of them "
-        "(its radical or a quarter of its ink out of frame) is ignored, not labelled",
-    )
-    parser.add_argument(
-        "--bare-ink-share",
-        type=float,
-        help="share of posters printed as bare ink, no paper (default: the generator's 0.15)",
-    )
-    parser.add_argument(
-        "--upside-down-share",
-        type=float,
-        default=UPSIDE_DOWN_SHARE,
-        help="share of characters printed upside down",
-    )
+    add_scene_arguments(parser)
     parser.add_argument(
         "--teacher", type=Path, help="a supernet.pt that --teacher-tiers are held near"
     )
@@ -409,12 +384,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--max-shift", type=float, default=2.0, help="largest shift of the second view, pixels"
     )
-    args = parser.parse_args(argv)
-    try:
-        scene_options(args)
-    except ValueError as exc:
-        parser.error(str(exc))
-    train(args)
+    train(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

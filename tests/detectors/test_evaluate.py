@@ -12,6 +12,7 @@ import pytest
 from detectors import evaluate
 from detectors.card import MODELS_DIR, find_card, read_card
 from detectors.core import Detection, Detections
+from detectors.synth.scenes import SceneOptions
 
 
 @pytest.mark.parametrize(
@@ -120,7 +121,7 @@ class ParityDetector:
 def test_shift_stability_counts_a_verdict_that_flips_with_a_pixel(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(evaluate, "held_out", lambda content, count: [(*square_scene(), None)])
+    monkeypatch.setattr(evaluate, "held_out", lambda *_: [(*square_scene(), None)])
     path = Path("parity")
     got = evaluate.shift_stability({path: ParityDetector()}, scenes=1)[path]
     assert (got.objects, got.found, got.toggled) == (1, 1, 1)
@@ -132,10 +133,26 @@ def test_eval_model_prints_the_shift_table_when_asked(
     s_int8_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["--models-dir", str(s_int8_dir), "--scenes", "4", "--latency-runs", "1"]
-    assert evaluate.main([*argv, "--shift-stability"]) == 0
+    # of bare-ink scenes alone, as a retrain for them is judged
+    assert evaluate.main([*argv, "--shift-stability", "--bare-ink-share", "1"]) == 0
     table = capsys.readouterr().out.split("under small shifts")[1].splitlines()[2:]
     (row,) = table
     name, objects, found, flicker, spread, p90 = row.split()
     assert name == "fu_s.int8" and int(found) <= int(objects)
     assert math.isnan(float(flicker)) or 0.0 <= float(flicker) <= 1.0
     assert float(spread) <= float(p90)
+
+
+def test_held_out_scenes_follow_the_scene_options() -> None:
+    plain = list(evaluate.held_out("mixed", 4))
+    bare = list(evaluate.held_out("mixed", 4, "eval", SceneOptions(bare_ink_share=1.0)))
+    assert not all(np.array_equal(a.image, b.image) for a, b in zip(plain, bare, strict=True))
+
+
+@pytest.mark.parametrize("writes", [["--write-cards"], ["--pick-thresholds", "0.01"]])
+def test_eval_model_writes_no_card_from_another_mix(
+    writes: list[str], s_int8_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        evaluate.main(["--models-dir", str(s_int8_dir), *writes, "--upside-down-share", "0.9"])
+    assert "no scene options with them" in capsys.readouterr().err

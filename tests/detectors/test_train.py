@@ -132,4 +132,4 @@ def test_a_share_outside_0_1_is_refused_before_any_work(
 ) -> None:
     with pytest.raises(SystemExit):
         main([flag, "1.5", "--device", "cpu"])
-    assert "must be within 0..1, got 1.5" in capsys.readouterr().err
+    assert "must be within 0..1, got '1.5'" in capsys.readouterr().err
