@@ -86,16 +86,27 @@ def distill_loss(
     box: torch.Tensor,
     teacher: tuple[torch.Tensor, torch.Tensor],
     targets: torch.Tensor,
+    off_target: bool = False,
 ) -> torch.Tensor:
-    """The student's distance from the widest tier's (detached) outputs."""
+    """The student's distance from another network's (detached) outputs.
+
+    With ``off_target`` only away from the labelled 福 (target heat under
+    ``OFF_TARGET_HEAT``; no box term): there the labels alone teach, so a
+    teacher that misses a 福 cannot hold the student back on it, while
+    everything else (look-alikes, background) is held where the teacher has it.
+    """
     t_heat, t_box = (t.detach() for t in teacher)
     peaks = targets[:, 0].ge(0.999).float().sum().clamp(min=1)
-    heat_kd = (
-        F.binary_cross_entropy_with_logits(heat, torch.sigmoid(t_heat), reduction="sum") / peaks
-    )
+    heat_kd = F.binary_cross_entropy_with_logits(heat, torch.sigmoid(t_heat), reduction="none")
+    if off_target:
+        return (heat_kd * targets[:, 0:1].lt(OFF_TARGET_HEAT)).sum() / peaks
     weight = targets[:, 5:6]
     box_kd = ((box - t_box).abs() * weight).sum() / weight.sum().clamp(min=1)
-    return heat_kd + box_kd
+    return heat_kd.sum() / peaks + box_kd
+
+
+OFF_TARGET_HEAT = 0.05
+"""Below this target heat a cell is away from every 福 (``distill_loss(off_target=True)``)."""
 
 
 def shift_consistency_loss(
@@ -293,7 +304,7 @@ def train(args: argparse.Namespace) -> None:
                         teacher_net.set_tier(tier)
                         held_heat, held_box = (t.float() for t in teacher_net(tier_x))
                     tier_loss = tier_loss + args.teacher_weight * distill_loss(
-                        heat, box, (held_heat, held_box), y[scale]
+                        heat, box, (held_heat, held_box), y[scale], args.teacher_off_target
                     )
                 loss = loss + tier_loss
                 losses[tier] = tier_loss.item() if step % 100 == 0 else 0.0
@@ -375,6 +386,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--teacher-tiers", nargs="+", choices=TIERS, default=["l", "m"])
     parser.add_argument("--teacher-weight", type=float, default=2.0)
+    parser.add_argument(
+        "--teacher-off-target",
+        action="store_true",
+        help="the teacher's term only away from the labelled 福: the labels alone teach the 福",
+    )
     parser.add_argument(
         "--shift-weight",
         type=float,

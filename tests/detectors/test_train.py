@@ -4,12 +4,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from detectors.train.model import FuNet  # noqa: E402
+from detectors.train.targets import make_targets  # noqa: E402
 from detectors.train.train import (  # noqa: E402
+    distill_loss,
     frozen_supernet,
     main,
     shift_consistency_loss,
@@ -111,6 +114,7 @@ def test_a_run_held_near_a_teacher_trains_and_saves(tmp_path: Path) -> None:
             "--width", "64", "--height", "48", "--max-steps", "2", "--warmup", "1",
             "--min-ready", "8", "--resume", str(tmp_path / "start.pt"),
             "--teacher", str(tmp_path / "start.pt"), "--teacher-tiers", "l", "s",
+            "--teacher-off-target",
             "--shift-weight", "1.0", "--max-shift", "1.5",
             "--bare-ink-share", "0.5", "--upside-down-share", "0.4",
             "--out", str(tmp_path / "out"),
@@ -133,3 +137,19 @@ def test_a_share_outside_0_1_is_refused_before_any_work(
     with pytest.raises(SystemExit):
         main([flag, "1.5", "--device", "cpu"])
     assert "must be within 0..1, got '1.5'" in capsys.readouterr().err
+
+
+def test_off_target_the_teacher_has_no_say_on_a_labelled_fu() -> None:
+    boxes = np.array([[16, 16, 48, 48]], np.float32)
+    heat, ltrb, weight = make_targets(boxes, 96, 128)  # maps of 12 x 16 cells
+    targets = torch.from_numpy(np.concatenate([heat[None], ltrb, weight[None]]))[None]
+    teacher = (torch.full((1, 1, 12, 16), -6.0), torch.zeros(1, 4, 12, 16))
+    student_heat = teacher[0].clone()
+    student_heat[0, 0, 4, 4] = 6.0  # the student finds the 福 the teacher missed...
+    student = (student_heat, torch.ones(1, 4, 12, 16))  # ...with other boxes
+    # (soft targets: a student that is the teacher still has the targets' entropy as loss)
+    floor = distill_loss(*teacher, teacher, targets, off_target=True)
+    torch.testing.assert_close(distill_loss(*student, teacher, targets, off_target=True), floor)
+    assert distill_loss(*student, teacher, targets) > distill_loss(*teacher, teacher, targets) + 1
+    student_heat[0, 0, 10, 14] = 6.0  # and fires far from any 福: held back there
+    assert distill_loss(*student, teacher, targets, off_target=True) > floor + 1
