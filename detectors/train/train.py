@@ -15,7 +15,9 @@ pixel (``eval-model --shift-stability`` measures it).
 With ``--teacher``, the tiers named by ``--teacher-tiers`` also learn from
 that frozen supernet's same tiers (distillation): a retrain for one tier can
 hold the shipped others near what was measured and tuned for them, while the
-weights they share with it move.
+weights they share with it move. With ``--teacher-off-target`` as well, only
+away from the labelled 福: a retrain that is to find 福 the teacher misses
+(bare ink, say: ``--bare-ink-share``) is held near it on everything else.
 
 GPU:  python -m detectors.train.train --device cuda --images 120000 --minutes 5 --workers 16
 CPU:  python -m detectors.train.train --device cpu --images 4000 --minutes 60 --workers 2
