@@ -91,14 +91,7 @@ def held_out(
     (``options``: :func:`render_scene`'s)."""
     base = SEED_BASE[(split, str(content))]
     for i in range(count):
-        yield render_scene(
-            base + i,
-            FRAME_WIDTH,
-            FRAME_HEIGHT,
-            split,
-            content,
-            options,
-        )
+        yield render_scene(base + i, FRAME_WIDTH, FRAME_HEIGHT, split, content, options)
 
 
 def match(found: Detections, truth: Boxes, ignore: Boxes | None = None) -> list[tuple[float, bool]]:
@@ -325,12 +318,12 @@ class ThresholdPick:
 
 
 def pick_thresholds(
-    cards: list[ModelCard], scenes: int, max_fp_rate: float, options: SceneOptions = GENERATOR_MIX
+    cards: list[ModelCard], scenes: int, max_fp_rate: float
 ) -> dict[Path, ThresholdPick]:
     """Per model, the lowest grid threshold at which <= ``max_fp_rate`` of look-alikes fire."""
     picks = {}
     detectors = curve_detectors(cards)
-    for path, got in score_scenes(detectors, scenes, "train", options).items():
+    for path, got in score_scenes(detectors, scenes, "train").items():
         ok = [t for t in THRESHOLD_GRID if got.fp_rate(t) <= max_fp_rate]
         threshold = float(ok[0] if ok else THRESHOLD_GRID[-1])
         hits = sum(tp for score, tp in got.scored if score >= threshold)
