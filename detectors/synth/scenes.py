@@ -426,7 +426,6 @@ def _place_posters(
     n_other = int(rng.choice(4, p=(0.35, 0.35, 0.2, 0.1)))
     if content == "negative":
         n_other = max(1, n_other)
-    cut_look_alikes = options.cut_look_alikes
     kinds = [True] * n_target + [False] * (0 if content == "empty" else n_other)
     taken: list[tuple[float, float, float, float]] = []
     targets: list[npt.NDArray[np.float32]] = []
@@ -444,13 +443,13 @@ def _place_posters(
             ink = _in_scene(poster, corners, _box_corners(poster.ink_box))
             box = _box_of(corners)
             free = last_chance or all(_overlap(box, other) < 0.15 for other in taken)
-            least = CUT_MIN_VISIBLE if cut_look_alikes and not is_target else MIN_VISIBLE
+            least = CUT_MIN_VISIBLE if options.cut_look_alikes and not is_target else MIN_VISIBLE
             visible = _visible_fraction(_box_of(ink), width, height)
             if free and visible >= least:
                 _paste(canvas, poster, corners)
                 taken.append(box)
                 if is_target:
-                    labelled = not cut_look_alikes or (
+                    labelled = not options.cut_look_alikes or (
                         visible >= LABEL_MIN_VISIBLE
                         and radical_in_view(poster, corners, width, height)
                     )

@@ -83,6 +83,10 @@ def detection_loss(heat: torch.Tensor, box: torch.Tensor, targets: torch.Tensor)
     )
 
 
+OFF_TARGET_HEAT = 0.05
+"""Below this target heat a cell is away from every 福 (``distill_loss(off_target=True)``)."""
+
+
 def distill_loss(
     heat: torch.Tensor,
     box: torch.Tensor,
@@ -105,10 +109,6 @@ def distill_loss(
     weight = targets[:, 5:6]
     box_kd = ((box - t_box).abs() * weight).sum() / weight.sum().clamp(min=1)
     return heat_kd.sum() / peaks + box_kd
-
-
-OFF_TARGET_HEAT = 0.05
-"""Below this target heat a cell is away from every 福 (``distill_loss(off_target=True)``)."""
 
 
 def shift_consistency_loss(
