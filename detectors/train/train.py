@@ -10,7 +10,10 @@ With ``--shift-weight``, every step also runs each tier on a copy of the
 batch moved by a fraction of a pixel to a few pixels, and pulls each 福's
 peak score in the weaker of the two views up to the stronger's: a 福 should
 not be found in one frame and lost in the next because the camera moved by a
-pixel (``eval-model --shift-stability`` measures it).
+pixel (``eval-model --shift-stability`` measures it). With
+``--hold-down-weight``, away from the 福 the mirror: each peak's score in
+the stronger view is pulled down to the weaker's, so that what the
+detector finds on a look-alike in one view only does not last to be voted on.
 
 With ``--teacher``, the tiers named by ``--teacher-tiers`` also learn from
 that frozen supernet's same tiers (distillation): a retrain for one tier can
@@ -111,24 +114,54 @@ def distill_loss(
     return heat_kd.sum() / peaks + box_kd
 
 
+def _within_reach(heat: torch.Tensor) -> torch.Tensor:
+    """Each cell's highest logit within a cell of it, ``(N, 1, h, w)``: a shift of less than a
+    cell keeps a peak in reach."""
+    return F.max_pool2d(heat, 3, stride=1, padding=1)
+
+
 def shift_consistency_loss(
     heat: torch.Tensor, shifted_heat: torch.Tensor, targets: torch.Tensor
 ) -> torch.Tensor:
     """Mean gap between each 福's peak score in two views of it, the stronger view held fixed.
 
-    A peak is the highest score within a cell of the 福's centre cell, which
-    a shift of less than a cell keeps in reach; only the weaker view is
-    pulled (up), so the term cannot talk the detector out of a 福.
+    A peak is the highest score within reach of the 福's centre cell; only
+    the weaker view is pulled (up), so the term cannot talk the detector out
+    of a 福.
     """
     centres = targets[:, 0].ge(0.999)
     if not bool(centres.any()):
         return heat.sum() * 0
-    scores = [
-        torch.sigmoid(F.max_pool2d(h, 3, stride=1, padding=1)[:, 0][centres])
-        for h in (heat, shifted_heat)
-    ]
-    ours, theirs = scores
+    ours, theirs = (torch.sigmoid(_within_reach(h)[:, 0][centres]) for h in (heat, shifted_heat))
     return torch.where(ours < theirs, theirs.detach() - ours, ours.detach() - theirs).mean()
+
+
+HOLD_DOWN_FLOOR = 0.2
+"""``shift_hold_down_loss`` looks only at peaks that score above this."""
+
+
+def shift_hold_down_loss(
+    heat: torch.Tensor, shifted_heat: torch.Tensor, targets: torch.Tensor
+) -> torch.Tensor:
+    """The mirror of :func:`shift_consistency_loss` away from every 福: how far each peak there
+    (a look-alike, mostly) scores above the best the other view has within reach of it,
+    averaged over the peaks of both views; the other view is held fixed.
+
+    Only the stronger view is pulled (down): what the detector finds in one
+    view of a look-alike and not in the other is its noise, and the vote
+    recognizes a look-alike that scores high in enough frames. A peak is a
+    cell that scores above ``HOLD_DOWN_FLOOR`` and highest within reach; it
+    counts when no cell within reach of it is near a labelled 福 (target heat
+    at least ``OFF_TARGET_HEAT``; an ignored 福's cells are above it).
+    """
+    away = _within_reach(targets[:, 0:1]).lt(OFF_TARGET_HEAT)
+    gaps = []
+    for mine, other in ((heat, shifted_heat), (shifted_heat, heat)):
+        score = torch.sigmoid(mine)
+        peaks = away & mine.ge(_within_reach(mine)) & score.gt(HOLD_DOWN_FLOOR)
+        gaps.append((score - torch.sigmoid(_within_reach(other.detach()))).clamp(min=0)[peaks])
+    gap = torch.cat(gaps)
+    return gap.mean() if gap.numel() else heat.sum() * 0
 
 
 def shifted_views(x: torch.Tensor, max_shift: float) -> torch.Tensor:
@@ -281,7 +314,8 @@ def train(args: argparse.Namespace) -> None:
             group["lr"] = lr
         images, y = stream.batch(args.batch)
         x = augment(images).contiguous(memory_format=torch.channels_last)
-        moved = shifted_views(x, args.max_shift) if args.shift_weight > 0 else None
+        shifting = args.shift_weight > 0 or args.hold_down_weight > 0
+        moved = shifted_views(x, args.max_shift) if shifting else None
         optim.zero_grad(set_to_none=True)
         losses = {}
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
@@ -293,10 +327,13 @@ def train(args: argparse.Namespace) -> None:
                 heat, box = (t.float() for t in model(tier_x))
                 tier_loss = detection_loss(heat, box, y[scale])
                 if moved is not None:
-                    moved_heat, _ = model(at_scale(moved, scale))
-                    tier_loss = tier_loss + args.shift_weight * shift_consistency_loss(
-                        heat, moved_heat.float(), y[scale]
-                    )
+                    moved_heat = model(at_scale(moved, scale))[0].float()
+                    for weight, term in (
+                        (args.shift_weight, shift_consistency_loss),
+                        (args.hold_down_weight, shift_hold_down_loss),
+                    ):
+                        if weight > 0:
+                            tier_loss = tier_loss + weight * term(heat, moved_heat, y[scale])
                 if tier == "l":
                     widest = (heat, box)
                 elif scale == 1.0:  # the widest tier's outputs are only comparable at its own scale
@@ -398,6 +435,13 @@ def main(argv: list[str] | None = None) -> None:
         type=float,
         default=0.0,
         help="weight of the shift-consistency term (0: off)",
+    )
+    parser.add_argument(
+        "--hold-down-weight",
+        type=float,
+        default=0.0,
+        help="weight of the shift term away from the 福: look-alike peaks pulled down to the "
+        "weaker view (0: off)",
     )
     parser.add_argument(
         "--max-shift", type=float, default=2.0, help="largest shift of the second view, pixels"

@@ -16,6 +16,7 @@ from detectors.train.train import (  # noqa: E402
     frozen_supernet,
     main,
     shift_consistency_loss,
+    shift_hold_down_loss,
     shifted_views,
 )
 
@@ -87,6 +88,55 @@ def test_without_a_fu_the_consistency_loss_is_zero_and_differentiable() -> None:
     assert float(loss.detach()) == 0.0
 
 
+_GAP = 0.8808 - 0.2689  # sigmoid(2) - sigmoid(-1)
+
+
+@pytest.mark.parametrize(
+    ("why", "target_heat", "ours", "theirs", "expected"),
+    [
+        # averaged over both views' peaks: the weaker's is at 0
+        ("a look-alike's gap between the views", 0.0, 2.0, -1.0, _GAP / 2),
+        ("either view can be the stronger", 0.0, -1.0, 2.0, _GAP / 2),
+        ("the same score in both views", 0.0, 2.0, 2.0, 0.0),
+        ("below the floor in both views", 0.0, -2.0, -3.0, 0.0),
+        ("on a labelled 福's shoulder", 0.1, 2.0, -1.0, 0.0),
+        ("on an ignored 福", 0.99, 2.0, -1.0, 0.0),
+    ],
+)
+def test_away_from_every_fu_the_hold_down_loss_is_the_gap_between_the_views(
+    why: str, target_heat: float, ours: float, theirs: float, expected: float
+) -> None:
+    targets = torch.zeros(1, 6, 6, 7)
+    targets[0, 0, 3, 3] = target_heat  # a cell within reach of the peak in both views
+    heat = torch.full((1, 1, 6, 7), -9.0)
+    moved = heat.clone()
+    heat[0, 0, 2, 2] = ours
+    moved[0, 0, 2, 3] = theirs  # the peak moved by a cell: still within reach
+    loss = shift_hold_down_loss(heat, moved, targets)
+    assert float(loss) == pytest.approx(expected, abs=1e-3), why
+
+
+def test_the_hold_down_loss_only_pulls_the_stronger_view_down() -> None:
+    targets = torch.zeros(1, 6, 4, 5)
+    heat = torch.full((1, 1, 4, 5), -9.0)
+    moved = heat.clone()
+    heat[0, 0, 1, 1] = 2.0
+    moved[0, 0, 1, 1] = -1.0
+    heat.requires_grad_(True)
+    moved.requires_grad_(True)
+    shift_hold_down_loss(heat, moved, targets).backward()
+    assert heat.grad is not None and moved.grad is not None
+    assert float(moved.grad.abs().sum()) == 0.0  # the weaker view is held fixed
+    assert float(heat.grad[0, 0, 1, 1]) > 0  # descending the loss lowers the stronger peak
+
+
+def test_without_a_peak_off_the_fu_the_hold_down_loss_is_zero_and_differentiable() -> None:
+    heat = torch.full((1, 1, 4, 5), -5.0, requires_grad=True)
+    loss = shift_hold_down_loss(heat, heat.detach() + 1, torch.zeros(1, 6, 4, 5))
+    loss.backward()
+    assert float(loss.detach()) == 0.0
+
+
 def test_a_frozen_supernet_computes_its_checkpoint_without_gradients(tmp_path: Path) -> None:
     torch.manual_seed(0)
     net = FuNet().eval()
@@ -115,7 +165,7 @@ def test_a_run_held_near_a_teacher_trains_and_saves(tmp_path: Path) -> None:
             "--min-ready", "8", "--resume", str(tmp_path / "start.pt"),
             "--teacher", str(tmp_path / "start.pt"), "--teacher-tiers", "l", "s",
             "--teacher-off-target",
-            "--shift-weight", "1.0", "--max-shift", "1.5",
+            "--shift-weight", "1.0", "--hold-down-weight", "2.0", "--max-shift", "1.5",
             "--bare-ink-share", "0.5", "--upside-down-share", "0.4",
             "--out", str(tmp_path / "out"),
         ],
@@ -126,7 +176,7 @@ def test_a_run_held_near_a_teacher_trains_and_saves(tmp_path: Path) -> None:
     saved = torch.load(tmp_path / "out" / "supernet.pt", map_location="cpu")
     assert saved["steps"] == 5 + 3  # the step that reaches the budget is taken too
     assert saved["args"]["teacher_tiers"] == ["l", "s"]
-    assert saved["args"]["shift_weight"] == 1.0
+    assert (saved["args"]["shift_weight"], saved["args"]["hold_down_weight"]) == (1.0, 2.0)
     assert (saved["args"]["bare_ink_share"], saved["args"]["upside_down_share"]) == (0.5, 0.4)
 
 
