@@ -144,8 +144,11 @@ def shift_hold_down_loss(
     heat: torch.Tensor, shifted_heat: torch.Tensor, targets: torch.Tensor
 ) -> torch.Tensor:
     """The mirror of :func:`shift_consistency_loss` away from every 福: how far each peak there
-    (a look-alike, mostly) scores above the best the other view has within reach of it,
-    averaged over the peaks of both views; the other view is held fixed.
+    (a look-alike, mostly) scores above the best the other view has within reach of it, the
+    other view held fixed; summed over the peaks of both views and divided by the number of
+    labelled 福, as the focal loss is. (A mean over the peaks themselves pushes each the
+    harder the fewer are left, and pulled every score down with them: docs/detector.md,
+    "Run 18".)
 
     Only the stronger view is pulled (down): what the detector finds in one
     view of a look-alike and not in the other is its noise, and the vote
@@ -160,8 +163,8 @@ def shift_hold_down_loss(
         score = torch.sigmoid(mine)
         peaks = away & mine.ge(_within_reach(mine)) & score.gt(HOLD_DOWN_FLOOR)
         gaps.append((score - torch.sigmoid(_within_reach(other.detach()))).clamp(min=0)[peaks])
-    gap = torch.cat(gaps)
-    return gap.mean() if gap.numel() else heat.sum() * 0
+    fu = targets[:, 0].ge(0.999).sum().clamp(min=1)
+    return torch.cat(gaps).sum() / fu
 
 
 def shifted_views(x: torch.Tensor, max_shift: float) -> torch.Tensor:
