@@ -115,6 +115,17 @@ def test_away_from_every_fu_the_hold_down_loss_is_the_gap_between_the_views(
     assert float(loss) == pytest.approx(expected, abs=1e-3), why
 
 
+def test_the_hold_down_loss_is_divided_by_the_labelled_fu_not_by_the_peaks() -> None:
+    # A mean over the peaks pushed the last few ever harder (docs/detector.md, "Run 18").
+    targets = torch.zeros(1, 6, 6, 9)
+    targets[0, 0, 4, 7] = targets[0, 0, 1, 7] = 1.0  # two 福 centres, out of the peaks' reach
+    heat = torch.full((1, 1, 6, 9), -9.0)
+    moved = heat.clone()
+    heat[0, 0, 2, 1] = heat[0, 0, 4, 3] = 2.0  # two look-alikes the shifted view misses
+    loss = shift_hold_down_loss(heat, moved, targets)
+    assert float(loss) == pytest.approx(2 * (0.8808 - 0.0001) / 2, abs=1e-3)
+
+
 def test_the_hold_down_loss_only_pulls_the_stronger_view_down() -> None:
     targets = torch.zeros(1, 6, 4, 5)
     heat = torch.full((1, 1, 4, 5), -9.0)
