@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -67,18 +68,28 @@ def test_the_consistency_loss_is_the_gap_between_the_views(
     assert float(loss) == pytest.approx(expected, abs=1e-3)
 
 
-def test_the_consistency_loss_only_pulls_the_weaker_view_up() -> None:
-    targets = _targets_with_centre(4, 5, 1, 1)
-    heat = torch.full((1, 1, 4, 5), -9.0)
-    moved = heat.clone()
-    heat[0, 0, 1, 1] = 2.0
-    moved[0, 0, 1, 1] = -1.0
-    heat.requires_grad_(True)
-    moved.requires_grad_(True)
-    shift_consistency_loss(heat, moved, targets).backward()
-    assert heat.grad is not None and moved.grad is not None
-    assert float(heat.grad.abs().sum()) == 0.0  # the stronger view is held fixed
-    assert float(moved.grad[0, 0, 1, 1]) < 0  # descending the loss raises the weaker peak
+@pytest.mark.parametrize(
+    ("term", "on_a_fu", "pulled_view", "direction"),
+    [
+        (shift_consistency_loss, True, "weaker", +1),  # a 福's weaker peak is raised
+        (shift_hold_down_loss, False, "stronger", -1),  # a look-alike's stronger peak is lowered
+    ],
+)
+def test_each_shift_term_pulls_one_view_only(
+    term: Callable[..., torch.Tensor], on_a_fu: bool, pulled_view: str, direction: int
+) -> None:
+    targets = _targets_with_centre(4, 5, 1, 1) if on_a_fu else torch.zeros(1, 6, 4, 5)
+    stronger = torch.full((1, 1, 4, 5), -9.0)
+    weaker = stronger.clone()
+    stronger[0, 0, 1, 1] = 2.0
+    weaker[0, 0, 1, 1] = -1.0
+    stronger.requires_grad_(True)
+    weaker.requires_grad_(True)
+    term(stronger, weaker, targets).backward()
+    pulled, held = (weaker, stronger) if pulled_view == "weaker" else (stronger, weaker)
+    assert pulled.grad is not None and held.grad is not None
+    assert float(held.grad.abs().sum()) == 0.0
+    assert direction * float(pulled.grad[0, 0, 1, 1]) < 0  # descending moves it that way
 
 
 def test_without_a_fu_the_consistency_loss_is_zero_and_differentiable() -> None:
@@ -124,20 +135,6 @@ def test_the_hold_down_loss_is_divided_by_the_labelled_fu_not_by_the_peaks() -> 
     heat[0, 0, 2, 1] = heat[0, 0, 4, 3] = 2.0  # two look-alikes the shifted view misses
     loss = shift_hold_down_loss(heat, moved, targets)
     assert float(loss) == pytest.approx(2 * (0.8808 - 0.0001) / 2, abs=1e-3)
-
-
-def test_the_hold_down_loss_only_pulls_the_stronger_view_down() -> None:
-    targets = torch.zeros(1, 6, 4, 5)
-    heat = torch.full((1, 1, 4, 5), -9.0)
-    moved = heat.clone()
-    heat[0, 0, 1, 1] = 2.0
-    moved[0, 0, 1, 1] = -1.0
-    heat.requires_grad_(True)
-    moved.requires_grad_(True)
-    shift_hold_down_loss(heat, moved, targets).backward()
-    assert heat.grad is not None and moved.grad is not None
-    assert float(moved.grad.abs().sum()) == 0.0  # the weaker view is held fixed
-    assert float(heat.grad[0, 0, 1, 1]) > 0  # descending the loss lowers the stronger peak
 
 
 def test_without_a_peak_off_the_fu_the_hold_down_loss_is_zero_and_differentiable() -> None:
