@@ -158,11 +158,15 @@ def shift_hold_down_loss(
     at least ``OFF_TARGET_HEAT``; an ignored 福's cells are above it).
     """
     away = _within_reach(targets[:, 0:1]).lt(OFF_TARGET_HEAT)
+    reach, shifted_reach = _within_reach(heat), _within_reach(shifted_heat)
     gaps = []
-    for mine, other in ((heat, shifted_heat), (shifted_heat, heat)):
+    for mine, mine_reach, other_reach in (
+        (heat, reach, shifted_reach),
+        (shifted_heat, shifted_reach, reach),
+    ):
         score = torch.sigmoid(mine)
-        peaks = away & mine.ge(_within_reach(mine)) & score.gt(HOLD_DOWN_FLOOR)
-        gaps.append((score - torch.sigmoid(_within_reach(other.detach()))).clamp(min=0)[peaks])
+        peaks = away & mine.ge(mine_reach) & score.gt(HOLD_DOWN_FLOOR)
+        gaps.append((score - torch.sigmoid(other_reach.detach())).clamp(min=0)[peaks])
     fu = targets[:, 0].ge(0.999).sum().clamp(min=1)
     return torch.cat(gaps).sum() / fu
 
@@ -305,6 +309,7 @@ def train(args: argparse.Namespace) -> None:
     teacher_net = None if args.teacher is None else frozen_supernet(args.teacher, device)
     optim = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     use_amp = device.type == "cuda"
+    shifting = args.shift_weight > 0 or args.hold_down_weight > 0
     budget = args.minutes * 60
     train_start = time.time()
     step = 0
@@ -317,7 +322,6 @@ def train(args: argparse.Namespace) -> None:
             group["lr"] = lr
         images, y = stream.batch(args.batch)
         x = augment(images).contiguous(memory_format=torch.channels_last)
-        shifting = args.shift_weight > 0 or args.hold_down_weight > 0
         moved = shifted_views(x, args.max_shift) if shifting else None
         optim.zero_grad(set_to_none=True)
         losses = {}
