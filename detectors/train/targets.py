@@ -23,8 +23,10 @@ from detectors.train.model import STRIDE, output_size, scaled_size
 BOX_CELL_MIN = 0.3
 SIGMA_FRACTION = 0.12
 """Gaussian sigma as a fraction of the box side (in cells), at least half a cell."""
+PEAK_HEAT = 0.999
+"""Target heat from which a cell is a labelled 福's centre (its bump is exactly 1 there)."""
 IGNORE_HEAT = 0.99
-"""Heat of an ignored box's cells: below the peak level 0.999, so that the focal loss
+"""Heat of an ignored box's cells: below ``PEAK_HEAT``, so that the focal loss
 neither rewards nor (to within 1e-8) punishes a detection there."""
 
 Array = npt.NDArray[np.float32]

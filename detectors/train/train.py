@@ -41,7 +41,7 @@ import torch.nn.functional as F
 
 from detectors.synth.scenes import SceneOptions, add_scene_arguments, scene_options
 from detectors.train.model import BOX_SCALE, INPUT_SCALE, TIERS, FuNet, output_size, scaled_size
-from detectors.train.targets import generate_parallel
+from detectors.train.targets import PEAK_HEAT, generate_parallel
 
 KD_WEIGHT = 1.0
 GIOU_WEIGHT = 2.0
@@ -50,9 +50,15 @@ SCALES = tuple(sorted(set(INPUT_SCALE.values()), reverse=True))
 """Input scales the tiers run at; scenes are rendered at the first (1.0) and shrunk."""
 
 
+def _fu_count(targets: torch.Tensor) -> torch.Tensor:
+    """The number of labelled 福 in a batch of targets, at least 1: what the losses that sum
+    over cells are divided by."""
+    return targets[:, 0].ge(PEAK_HEAT).sum().clamp(min=1)
+
+
 def focal_loss(logits: torch.Tensor, heat: torch.Tensor) -> torch.Tensor:
     """CenterNet's penalty-reduced focal loss, normalised by the number of peaks."""
-    pos = heat.ge(0.999).float()
+    pos = heat.ge(PEAK_HEAT).float()
     p = torch.sigmoid(logits)
     pos_loss = -F.logsigmoid(logits) * (1 - p) ** 2 * pos
     neg_loss = -F.logsigmoid(-logits) * p**2 * (1 - heat) ** 4 * (1 - pos)
@@ -105,7 +111,7 @@ def distill_loss(
     everything else (look-alikes, background) is held where the teacher has it.
     """
     t_heat, t_box = (t.detach() for t in teacher)
-    peaks = targets[:, 0].ge(0.999).float().sum().clamp(min=1)
+    peaks = _fu_count(targets)
     heat_kd = F.binary_cross_entropy_with_logits(heat, torch.sigmoid(t_heat), reduction="none")
     if off_target:
         return (heat_kd * targets[:, 0:1].lt(OFF_TARGET_HEAT)).sum() / peaks
@@ -129,7 +135,7 @@ def shift_consistency_loss(
     the weaker view is pulled (up), so the term cannot talk the detector out
     of a 福.
     """
-    centres = targets[:, 0].ge(0.999)
+    centres = targets[:, 0].ge(PEAK_HEAT)
     if not bool(centres.any()):
         return heat.sum() * 0
     ours, theirs = (torch.sigmoid(_within_reach(h)[:, 0][centres]) for h in (heat, shifted_heat))
@@ -167,8 +173,7 @@ def shift_hold_down_loss(
         score = torch.sigmoid(mine)
         peaks = away & mine.ge(mine_reach) & score.gt(HOLD_DOWN_FLOOR)
         gaps.append((score - torch.sigmoid(other_reach.detach())).clamp(min=0)[peaks])
-    fu = targets[:, 0].ge(0.999).sum().clamp(min=1)
-    return torch.cat(gaps).sum() / fu
+    return torch.cat(gaps).sum() / _fu_count(targets)
 
 
 def shifted_views(x: torch.Tensor, max_shift: float) -> torch.Tensor:
