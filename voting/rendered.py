@@ -37,10 +37,14 @@ GENERATOR_PACKAGE = Path(__file__).resolve().parent.parent / "detectors/synth"
 
 
 def generator_fingerprint(package: Path = GENERATOR_PACKAGE) -> str:
-    """Content hash of the clip generator: every file of ``detectors/synth`` (code and glyph bank).
+    """Content hash of the clip generator: every file of ``detectors/synth`` (code and glyph
+    bank) and, when one stands in for the photos (``FUSCAN_BACKGROUND_PACK``), the
+    background pack.
 
     A hash rather than a version number, which someone would have to remember
     to bump: any change, even a comment, makes the cache miss, never go stale.
+    The pack's photos are JPEG-compressed, so its clips differ from those drawn
+    on the original files by a few grey levels, and so do their detections.
     """
     digest = hashlib.sha256()
     for path in sorted(
@@ -48,6 +52,10 @@ def generator_fingerprint(package: Path = GENERATOR_PACKAGE) -> str:
     ):
         digest.update(path.relative_to(package).as_posix().encode())
         digest.update(path.read_bytes())
+    pack = os.environ.get(importlib.import_module("detectors.synth.backgrounds").PACK_ENV)
+    if pack:
+        digest.update(b"background pack")
+        digest.update(Path(pack).read_bytes())
     return digest.hexdigest()[:16]
 
 

@@ -6,6 +6,7 @@ import pytest
 from detectors.card import InputSpec, ModelCard, ZoomSpec, find_card
 from detectors.core import Detector
 from detectors.onnx_detector import OnnxDetector
+from detectors.synth.backgrounds import PACK_ENV
 from detectors.synth.scenes import make_clip
 from voting.rendered import (
     clip_path,
@@ -76,6 +77,19 @@ def test_generator_fingerprint_covers_every_file(tmp_path):
     assert generator_fingerprint(tmp_path) == base  # compiled files say nothing new
     (tmp_path / "bank.npz").write_bytes(b"more glyphs")
     assert generator_fingerprint(tmp_path) != base
+
+
+def test_generator_fingerprint_tells_a_background_pack_from_the_photo_files(tmp_path, monkeypatch):
+    (tmp_path / "scenes.py").write_text("A = 1\n")
+    files = generator_fingerprint(tmp_path)
+    pack = tmp_path.parent / f"{tmp_path.name}-pack.npz"
+    pack.write_bytes(b"jpeg photos")
+    monkeypatch.setenv(PACK_ENV, str(pack))
+    packed = generator_fingerprint(tmp_path)
+    pack.write_bytes(b"other jpeg photos")
+    assert len({files, packed, generator_fingerprint(tmp_path)}) == 3
+    monkeypatch.delenv(PACK_ENV)
+    assert generator_fingerprint(tmp_path) == files
 
 
 def test_synth_cache_name_names_tier_precision_and_both_versions():
