@@ -80,16 +80,17 @@ def test_generator_fingerprint_covers_every_file(tmp_path):
 
 
 def test_generator_fingerprint_tells_a_background_pack_from_the_photo_files(tmp_path, monkeypatch):
-    (tmp_path / "scenes.py").write_text("A = 1\n")
-    files = generator_fingerprint(tmp_path)
-    pack = tmp_path.parent / f"{tmp_path.name}-pack.npz"
+    package, pack = tmp_path / "synth", tmp_path / "pack.npz"
+    package.mkdir()
+    (package / "scenes.py").write_text("A = 1\n")
+    files = generator_fingerprint(package)
     pack.write_bytes(b"jpeg photos")
     monkeypatch.setenv(PACK_ENV, str(pack))
-    packed = generator_fingerprint(tmp_path)
+    packed = generator_fingerprint(package)
     pack.write_bytes(b"other jpeg photos")
-    assert len({files, packed, generator_fingerprint(tmp_path)}) == 3
+    assert len({files, packed, generator_fingerprint(package)}) == 3
     monkeypatch.delenv(PACK_ENV)
-    assert generator_fingerprint(tmp_path) == files
+    assert generator_fingerprint(package) == files
 
 
 def test_synth_cache_name_names_tier_precision_and_both_versions():
