@@ -49,6 +49,16 @@ class ZoomSpec:
     taught 福 both ways up (倒福), so a real one reads as 福 turned too; a look-alike it
     mistakes for 福 one way up seldom does the other way. A voter asks for the check only
     when a track is about to be recognized. ``None``: no check to offer."""
+    extra_fills: tuple[float, ...] | None = None
+    """More close-ups of each candidate, its box spanning each of these shares of the crop;
+    the candidate keeps its best score. The network's verdict on a glyph changes with the
+    scale it sees it at, and a large candidate that ``fill`` and ``min_zoom`` leave without
+    a close-up gets one at a larger share. ``None``: only ``fill``."""
+
+    @property
+    def fills(self) -> tuple[float, ...]:
+        """Every close-up's share of the crop: ``fill``, then ``extra_fills``."""
+        return (self.fill, *(self.extra_fills or ()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,19 +130,26 @@ def _zoom_spec(raw: dict[str, Any] | None) -> ZoomSpec | None:
         size=None if raw.get("size") is None else _size(raw["size"]),
         min_zoom=None if raw.get("min_zoom") is None else float(raw["min_zoom"]),
         turned_min=None if raw.get("turned_min") is None else float(raw["turned_min"]),
+        extra_fills=None if raw.get("extra_fills") is None else _fills(raw["extra_fills"]),
     )
     if not (
-        0 < spec.fill < 1
+        all(0 < fill < 1 for fill in spec.fills)
         and 0 <= spec.candidates <= 1
         and spec.max_candidates > 0
         and (spec.min_zoom is None or spec.min_zoom >= 1)
         and (spec.turned_min is None or 0 <= spec.turned_min <= 1)
     ):
         raise ValueError(
-            "zoom: want 0 < fill < 1, 0 <= candidates <= 1, max_candidates >= 1, "
+            "zoom: want 0 < fill < 1 (and extra_fills), 0 <= candidates <= 1, max_candidates >= 1, "
             f"min_zoom >= 1, 0 <= turned_min <= 1: {raw}"
         )
     return spec
+
+
+def _fills(raw: Any) -> tuple[float, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise ValueError(f"zoom: extra_fills wants a non-empty list of shares: {raw}")
+    return tuple(float(v) for v in raw)
 
 
 def _size(raw: Any) -> tuple[int, int]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import cv2
@@ -45,6 +45,8 @@ MIN_CROP_SIDE = 8
 TURNED_FLOOR = 0.1
 """The turned check reports scores down to this (lower: 0), below any card's ``turned_min``,
 so that a cache of its scores can be read at other minimums."""
+Region = tuple[int, int, int, int]
+"""A crop of the frame, ``(x0, y0, x1, y1)`` pixels."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +161,7 @@ def suppress(found: Iterable[Detection]) -> list[Detection]:
 
 def zoom_region(
     box: Box, width: int, height: int, fill: float, aspect: float, min_zoom: float = 1.0
-) -> tuple[int, int, int, int] | None:
+) -> Region | None:
     """The close-up crop ``(x0, y0, x1, y1)`` for a candidate ``box`` in a ``width x height`` frame.
 
     The crop has the network input's ``aspect`` (width / height) and is sized
@@ -297,11 +299,11 @@ class OnnxDetector:
         if zoom is None:
             return Detections(tuple(candidates), frame=frame)
         looked = candidates[: zoom.max_candidates]
-        regions = [self.close_up_region(image, c, zoom) for c in looked]
+        regions = [self.close_up_regions(image, c, zoom) for c in looked]
         confirmed = [
-            self.second_look(image, c, region) for c, region in zip(looked, regions, strict=True)
+            self.second_look(image, c, crops) for c, crops in zip(looked, regions, strict=True)
         ]
-        looks = sum(region is not None for region in regions)
+        looks = sum(len(crops) for crops in regions)
         return Detections(
             tuple(suppress(d for d in confirmed if d is not None)),
             1.0 + looks * self.close_up_work,
@@ -351,34 +353,47 @@ class OnnxDetector:
         ]
 
     def close_up_region(
-        self, image: ImageBGR, candidate: Detection, zoom: ZoomSpec
-    ) -> tuple[int, int, int, int] | None:
-        """:func:`zoom_region` of ``candidate`` in ``image``, in the close-up input's aspect."""
+        self, image: ImageBGR, candidate: Detection, zoom: ZoomSpec, fill: float | None = None
+    ) -> Region | None:
+        """:func:`zoom_region` of ``candidate`` in ``image``, in the close-up input's aspect,
+        the box spanning ``fill`` of it (default: ``zoom.fill``)."""
         height, width = image.shape[:2]
         spec = self.close_up.spec
         aspect = spec.width / spec.height
         min_zoom = 1.0 if zoom.min_zoom is None else zoom.min_zoom
-        return zoom_region(candidate.box, width, height, zoom.fill, aspect, min_zoom)
+        share = zoom.fill if fill is None else fill
+        return zoom_region(candidate.box, width, height, share, aspect, min_zoom)
+
+    def close_up_regions(
+        self, image: ImageBGR, candidate: Detection, zoom: ZoomSpec
+    ) -> list[Region]:
+        """The close-ups of ``candidate``, one per share in ``zoom.fills`` that magnifies
+        the frame enough (:meth:`close_up_region`)."""
+        regions = (self.close_up_region(image, candidate, zoom, fill) for fill in zoom.fills)
+        return [region for region in regions if region is not None]
 
     def second_look(
-        self, image: ImageBGR, candidate: Detection, region: tuple[int, int, int, int] | None
+        self, image: ImageBGR, candidate: Detection, regions: Sequence[Region]
     ) -> Detection | None:
-        """``candidate`` scored again on its close-up ``region`` (see :meth:`close_up_region`).
+        """``candidate`` scored again on its close-up ``regions`` (:meth:`close_up_regions`);
+        the best close-up's detection.
 
-        ``None`` if the close-up does not confirm it. The close-up's box replaces
-        the first one: it was seen with more pixels. Without a region (the
+        ``None`` if no close-up confirms it. The close-up's box replaces the
+        first one: it was seen with more pixels. Without a region (every
         close-up would magnify the frame less than the card's ``min_zoom``) the
         first look stands.
         """
-        if region is None:
+        if not regions:
             return candidate if candidate.score >= self.threshold else None
-        x0, y0, x1, y1 = region
-        near = _shifted(candidate.box, -x0, -y0)  # in crop pixels
-        matches = self._close_up_matches(image[y0:y1, x0:x1], candidate.label, near, self.threshold)
-        if not matches:
-            return None
-        best = matches[0]  # best first
-        return Detection(best.label, best.score, _shifted(best.box, x0, y0))
+        confirmed = []
+        for x0, y0, x1, y1 in regions:
+            near = _shifted(candidate.box, -x0, -y0)  # in crop pixels
+            crop = image[y0:y1, x0:x1]
+            matches = self._close_up_matches(crop, candidate.label, near, self.threshold)
+            if matches:  # best first
+                best = matches[0]
+                confirmed.append(Detection(best.label, best.score, _shifted(best.box, x0, y0)))
+        return max(confirmed, key=lambda d: d.score, default=None)
 
 
 def load_detector(tier: str = "l", precision: str = "int8", threads: int = 1) -> OnnxDetector:

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from detectors.card import ModelCardError, ZoomSpec, find_card, read_card
+from detectors.card import ModelCard, ModelCardError, ZoomSpec, find_card, read_card
 from detectors.core import Detection, iou
 from detectors.onnx_detector import OnnxDetector, suppress, zoom_region
 from detectors.synth.scenes import make_clip
@@ -115,9 +115,9 @@ def test_a_candidate_as_big_as_the_frame_keeps_its_first_score() -> None:
     frame = np.zeros((480, 640, 3), np.uint8)
     whole = Detection("fu", 0.9, (100.0, 0.0, 540.0, 480.0))
     assert detector.close_up_region(frame, whole, ZoomSpec()) is None
-    assert detector.second_look(frame, whole, None) == whole
+    assert detector.second_look(frame, whole, []) == whole
     weak = Detection("fu", 0.5, (100.0, 0.0, 540.0, 480.0))
-    assert detector.second_look(frame, weak, None) is None
+    assert detector.second_look(frame, weak, []) is None
 
 
 def test_a_candidate_on_a_blank_close_up_is_dropped() -> None:
@@ -126,7 +126,7 @@ def test_a_candidate_on_a_blank_close_up_is_dropped() -> None:
     candidate = Detection("fu", 0.95, (300, 220, 340, 260))
     region = detector.close_up_region(frame, candidate, ZoomSpec())
     assert region is not None
-    assert detector.second_look(frame, candidate, region) is None
+    assert detector.second_look(frame, candidate, [region]) is None
 
 
 def test_detections_count_the_network_runs_of_both_looks() -> None:
@@ -135,7 +135,7 @@ def test_detections_count_the_network_runs_of_both_looks() -> None:
     assert zoom is not None
     frame = make_clip(5, n_frames=1).frames[0]  # a small 福: a close-up at any min_zoom
     candidates = detector.look(frame, detector.candidate_threshold)[: zoom.max_candidates]
-    close_ups = sum(detector.close_up_region(frame, c, zoom) is not None for c in candidates)
+    close_ups = sum(len(detector.close_up_regions(frame, c, zoom)) for c in candidates)
     assert close_ups > 0
     assert detector.detect(frame).runs == 1 + close_ups
     assert detector.detect(frame).above(0.99).runs == 1 + close_ups
@@ -179,6 +179,52 @@ def test_the_turned_check_confirms_fu_and_refuses_look_alikes_that_read_as_fu_on
     assert (confirmer.check(found.items[0]) >= 0.4) is turned
 
 
+def with_fills(card: ModelCard, *extra: float) -> OnnxDetector:
+    assert card.zoom is not None
+    return OnnxDetector(
+        dataclasses.replace(card, zoom=dataclasses.replace(card.zoom, extra_fills=extra))
+    )
+
+
+def test_a_large_fu_without_a_close_up_at_fill_gets_one_at_a_larger_share() -> None:
+    card = find_card("l", "int8")
+    clip = make_clip(6478, n_frames=1)  # an upside-down 福 176 px high on a night sky
+    frame, truth = clip.frames[0], tuple(clip.boxes[0][0].tolist())
+    shipped, more = OnnxDetector(card).detect(frame), with_fills(card, 0.6).detect(frame)
+    assert not any(iou(d.box, truth) >= 0.5 for d in shipped)  # the first look alone: 0.60
+    found = [d for d in more if iou(d.box, truth) >= 0.5]
+    assert len(found) == 1 and found[0].score >= card.threshold
+    assert more.runs == 2  # the first look and the one close-up that magnifies enough
+
+
+def test_the_best_close_up_decides_and_each_is_charged() -> None:
+    card = find_card("l", "int8")
+    detector = with_fills(card, 0.5, 0.6)
+    assert card.zoom is not None
+    zoom = dataclasses.replace(card.zoom, extra_fills=(0.5, 0.6))
+    frame = make_clip(5, n_frames=1).frames[0]  # a small 福: a close-up at every share
+    candidate = detector.look(frame, detector.candidate_threshold)[0]
+    regions = detector.close_up_regions(frame, candidate, zoom)
+    assert len(regions) == 3
+    each = [detector.second_look(frame, candidate, [region]) for region in regions]
+    best = detector.second_look(frame, candidate, regions)
+    assert best is not None
+    assert best == max((d for d in each if d is not None), key=lambda d: d.score)
+    assert detector.detect(frame).runs == 1 + 3 * len(
+        detector.look(frame, detector.candidate_threshold)[: zoom.max_candidates]
+    )
+
+
+def test_a_card_reads_extra_fills(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    raw = json.loads(find_card("l", "int8").path.read_text(encoding="utf-8"))
+    zoom = {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "extra_fills": [0.6, 0.8]}
+    path = tmp_path / "fu_l.int8.json"
+    path.write_text(json.dumps(raw | {"zoom": zoom}), encoding="utf-8")
+    spec = read_card(path).zoom
+    assert spec is not None and spec.fills == (0.4, 0.6, 0.8)
+    assert ZoomSpec().fills == (0.4,)
+
+
 def test_the_turned_check_is_offered_only_by_cards_that_set_it_and_passes_other_labels() -> None:
     card = find_card("l", "int8")
     assert card.zoom is not None and card.zoom.turned_min == 0.4
@@ -212,6 +258,10 @@ def test_without_zoom_the_detector_reports_the_first_look() -> None:
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "size": "160x120"},
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "min_zoom": 0.5},
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "turned_min": 1.5},
+        {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "extra_fills": [1.2]},
+        {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "extra_fills": [0]},
+        {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "extra_fills": []},
+        {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "extra_fills": 0.6},
     ],
 )
 def test_bad_zoom_specs_are_refused(tmp_path, zoom) -> None:  # type: ignore[no-untyped-def]

@@ -50,10 +50,12 @@ def test_detector_fingerprint_changes_with_what_detections_depend_on(
     assert detector_fingerprint(card_in(tmp_path, model, **fields), runtime) != base
 
 
-def test_detector_fingerprint_changes_with_the_close_up_size(tmp_path):
+@pytest.mark.parametrize(
+    "zoom", [ZoomSpec(size=(160, 120)), ZoomSpec(extra_fills=(0.6,)), ZoomSpec(min_zoom=1.5)]
+)
+def test_detector_fingerprint_changes_with_how_close_ups_are_taken(tmp_path, zoom):
     default = detector_fingerprint(card_in(tmp_path, zoom=ZoomSpec()), "ort")
-    small = detector_fingerprint(card_in(tmp_path, zoom=ZoomSpec(size=(160, 120))), "ort")
-    assert small != default
+    assert detector_fingerprint(card_in(tmp_path, zoom=zoom), "ort") != default
 
 
 def test_detector_fingerprint_changes_with_the_turned_check(tmp_path):
