@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from detectors.card import ModelCard, ModelCardError, ZoomSpec, find_card, read_card
-from detectors.core import Detection, iou
+from detectors.core import Detection, Detections, iou
 from detectors.onnx_detector import OnnxDetector, suppress, zoom_region
 from detectors.synth.scenes import make_clip
 
@@ -143,17 +143,22 @@ def test_detections_count_the_network_runs_of_both_looks() -> None:
     assert one_look.detect(frame).runs == 1
 
 
-def test_a_candidate_the_first_look_saw_big_enough_gets_no_close_up() -> None:
+def test_a_candidate_the_first_look_saw_big_enough_gets_no_close_up_at_fill() -> None:
     card = find_card("l", "int8")
     assert card.zoom is not None and card.zoom.min_zoom == 1.5
+    assert card.zoom.extra_fills == (0.6,)
     frame = make_clip(16, n_frames=1).frames[0]  # one 福, 172 x 177 pixels
-    shipped = OnnxDetector(card).detect(frame)
-    always = OnnxDetector(
-        dataclasses.replace(card, zoom=dataclasses.replace(card.zoom, min_zoom=None))
-    ).detect(frame)
-    assert (shipped.runs, always.runs) == (1, 2)
-    assert [d.label for d in shipped] == [d.label for d in always] == ["fu"]
-    assert iou(shipped.items[0].box, always.items[0].box) > 0.8
+
+    def found(**zoom: object) -> Detections:
+        assert card.zoom is not None
+        spec = dataclasses.replace(card.zoom, **zoom)  # type: ignore[arg-type]
+        return OnnxDetector(dataclasses.replace(card, zoom=spec)).detect(frame)
+
+    fill_only, shipped, always = found(extra_fills=None), found(), found(min_zoom=None)
+    # at 0.4 its crop would magnify the frame 1.1x: only the 0.6 close-up (1.7x) is taken
+    assert (fill_only.runs, shipped.runs, always.runs) == (1, 2, 3)
+    assert [d.label for d in fill_only] == [d.label for d in shipped] == ["fu"]
+    assert iou(fill_only.items[0].box, shipped.items[0].box) > 0.8
 
 
 @pytest.mark.parametrize(
@@ -170,7 +175,8 @@ def test_the_turned_check_confirms_fu_and_refuses_look_alikes_that_read_as_fu_on
 ) -> None:
     n_frames = 1 if frame == 0 else 120  # the clips eval-voting renders (drift depends on length)
     image = make_clip(seed, n_frames, content=content).frames[frame]  # type: ignore[arg-type]
-    detector = zoomed("l")
+    # Close-ups at fill only: the shipped 0.6 one already drops the look-alike of 1815
+    detector = with_fills(find_card("l", "int8"))
     found = detector.detect(image)
     confirmer = detector.confirmer(image)
     assert len(found) == 1 and confirmer is not None
@@ -180,18 +186,18 @@ def test_the_turned_check_confirms_fu_and_refuses_look_alikes_that_read_as_fu_on
 
 
 def with_fills(card: ModelCard, *extra: float) -> OnnxDetector:
+    """``card``'s detector with close-ups at ``fill`` and ``extra`` shares only."""
     assert card.zoom is not None
-    return OnnxDetector(
-        dataclasses.replace(card, zoom=dataclasses.replace(card.zoom, extra_fills=extra))
-    )
+    zoom = dataclasses.replace(card.zoom, extra_fills=extra or None)
+    return OnnxDetector(dataclasses.replace(card, zoom=zoom))
 
 
 def test_a_large_fu_without_a_close_up_at_fill_gets_one_at_a_larger_share() -> None:
     card = find_card("l", "int8")
     clip = make_clip(6478, n_frames=1)  # an upside-down 福 176 px high on a night sky
     frame, truth = clip.frames[0], tuple(clip.boxes[0][0].tolist())
-    shipped, more = OnnxDetector(card).detect(frame), with_fills(card, 0.6).detect(frame)
-    assert not any(iou(d.box, truth) >= 0.5 for d in shipped)  # the first look alone: 0.60
+    fill_only, more = with_fills(card).detect(frame), with_fills(card, 0.6).detect(frame)
+    assert not any(iou(d.box, truth) >= 0.5 for d in fill_only)  # the first look alone: 0.60
     found = [d for d in more if iou(d.box, truth) >= 0.5]
     assert len(found) == 1 and found[0].score >= card.threshold
     assert more.runs == 2  # the first look and the one close-up that magnifies enough
