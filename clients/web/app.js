@@ -365,7 +365,12 @@ async function start() {
   if (state.stream) { await connect(); return; }  // after a refusal: the camera is still on
   try {
     state.stream = await navigator.mediaDevices.getUserMedia({
-      video: { width: { ideal: 640 }, height: { ideal: 480 }, facingMode: "environment" },
+      // 30 a second at most: the vote decides in time, not frames, and a 60 fps camera
+      // would only double the server's decoding for frames the newest-wins slot drops
+      video: {
+        width: { ideal: 640 }, height: { ideal: 480 }, frameRate: { ideal: 30, max: 30 },
+        facingMode: "environment",
+      },
       audio: false,
     });
   } catch (err) {

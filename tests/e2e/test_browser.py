@@ -92,6 +92,15 @@ def test_a_clip_with_fu_is_recognized_in_the_browser(live_server, tmp_path):
     assert any(d["track"] == event["track"] for m in frames(results) for d in m["detections"])
 
 
+def test_the_page_asks_the_camera_for_at_most_30_frames_a_second(live_server, tmp_path):
+    fast = tmp_path / "fast.y4m"
+    write_y4m(make_clip(7, n_frames=60, fps=60, content="fu").frames, fast, 60)
+    with demo_page(live_server + "/?autostart", fast) as page:
+        wait_for(page, lambda r: len(frames(r)) > 0)
+        rate = page.evaluate("state.stream.getVideoTracks()[0].getSettings().frameRate")
+    assert 0 < rate <= 30
+
+
 def test_a_clip_without_fu_is_never_recognized(live_server, tmp_path):
     enough = 60  # processed frames: more than four loops of the clip's look-alike posters
     with demo_page(live_server + "/?autostart", clip_file(tmp_path, "negative", seed=8)) as page:
