@@ -9,6 +9,9 @@ A card with a ``zoom`` spec makes it a two-pass detector: the first look at the
 whole frame proposes candidates, and each is scored again on a close-up crop in
 which it spans ``fill`` of the side (:func:`zoom_region`). Look-alikes that the
 whole-frame view scores high for seconds mostly fall apart at that scale.
+With ``extra_fills`` a candidate is also scored at other shares of the crop and
+keeps its best close-up: the network's verdict moves with the scale it sees a
+glyph at.
 """
 
 from __future__ import annotations
