@@ -304,9 +304,9 @@ class OnnxDetector:
         looked = candidates[: zoom.max_candidates]
         regions = [self.close_up_regions(image, c, zoom) for c in looked]
         confirmed = [
-            self.second_look(image, c, crops) for c, crops in zip(looked, regions, strict=True)
+            self.second_look(image, c, own) for c, own in zip(looked, regions, strict=True)
         ]
-        looks = sum(len(crops) for crops in regions)
+        looks = sum(len(own) for own in regions)
         return Detections(
             tuple(suppress(d for d in confirmed if d is not None)),
             1.0 + looks * self.close_up_work,

@@ -206,8 +206,8 @@ def test_a_large_fu_without_a_close_up_at_fill_gets_one_at_a_larger_share() -> N
 def test_the_best_close_up_decides_and_each_is_charged() -> None:
     card = find_card("l", "int8")
     detector = with_fills(card, 0.5, 0.6)
-    assert card.zoom is not None
-    zoom = dataclasses.replace(card.zoom, extra_fills=(0.5, 0.6))
+    zoom = detector.card.zoom
+    assert zoom is not None
     frame = make_clip(5, n_frames=1).frames[0]  # a small 福: a close-up at every share
     candidate = detector.look(frame, detector.candidate_threshold)[0]
     regions = detector.close_up_regions(frame, candidate, zoom)
