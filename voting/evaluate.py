@@ -14,7 +14,9 @@ Metrics (see docs/voting.md):
 - event recall: visits of 福 in clear view for at least ``--min-view`` seconds
   that got a ``recognized``; "clear" is the detector's median score on the
   visit, so beside it ``whole``: visits whose 福 is whole in the frame for
-  ``--min-view`` seconds, whatever the detector makes of it;
+  ``--min-view`` seconds, whatever the detector makes of it, and ``visible``:
+  those of them whose ink stands out from what is around it
+  (``--visible-contrast``, :func:`detectors.synth.scenes.ink_contrast`);
 - false recognitions per hour of negative video (look-alikes and clutter);
 - median and p95 delay from the first clear view to ``recognized``;
 - box jitter: RMS frame-to-frame change of the reported box's error, in % of
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import math
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -51,6 +54,12 @@ from voting.tracker import IouTracker
 MATCH_IOU = 0.3
 LLR_CAP = 3.0
 """Largest evidence one frame may carry in a fitted score model."""
+VISIBLE_CONTRAST = 10.0
+"""Ink contrast (CIE76 ΔE*ab) from which a rendered 福 counts as plainly visible: beyond the
+differences that are only "perceptible at a glance" (up to about 10; 2.3 is the least a
+person notices), as a red 福 printed on a red cup is not. Chosen before measuring with it."""
+CONTRAST_BANDS = (5.0, 10.0, 20.0, 40.0)
+"""Band edges of ``--list-misses``' recall per ink contrast."""
 SIM_NEGATIVE_SECONDS = 20.0
 CALIBRATION_SEED = 1_000_000
 """Calibration clips use seeds from here up, disjoint from the evaluation seeds."""
@@ -72,12 +81,15 @@ class MissedVisit:
     detected: int
     frames: int
     """Frames of the visit the voter saw, and on how many the detector found the object."""
+    contrast: float
+    """The object's ink contrast (NaN: not rendered)."""
 
     def describe(self) -> str:
         return (
             f"{self.kind}-{self.seed} object {self.object_id}: {self.start:.2f}-{self.end:.2f} s, "
             f"detected on {self.detected} of {self.frames} frames, "
-            f"median score {self.clarity:.2f}, {self.height:.0f} px high"
+            f"median score {self.clarity:.2f}, {self.height:.0f} px high, "
+            f"ink contrast {self.contrast:.1f}"
         )
 
 
@@ -96,6 +108,10 @@ class Tally:
     hard_covered: int = 0
     whole_visits: int = 0
     whole_covered: int = 0
+    visible_visits: int = 0
+    visible_covered: int = 0
+    whole_contrast: list[tuple[float, bool]] = field(default_factory=list)
+    """Per visit whole in frame: its ink contrast, and whether it was recognized."""
     missed_whole: list[MissedVisit] = field(default_factory=list)
     delays: list[float] = field(default_factory=list)
     jitter_sq: float = 0.0
@@ -129,6 +145,24 @@ class Tally:
     @property
     def recall_whole(self) -> float:
         return self.whole_covered / self.whole_visits if self.whole_visits else math.nan
+
+    @property
+    def recall_visible(self) -> float:
+        return self.visible_covered / self.visible_visits if self.visible_visits else math.nan
+
+    def whole_by_contrast(self, edges: Sequence[float]) -> list[tuple[float, float, int, int]]:
+        """Visits whole in frame per band of ink contrast between ``edges`` (from 0, the last
+        open-ended): ``(low, high, visits, recognized)``; unmeasured ones left out."""
+        bounds = [0.0, *edges, math.inf]
+        return [
+            (
+                low,
+                high,
+                sum(low <= c < high for c, _ in self.whole_contrast),
+                sum(low <= c < high and hit for c, hit in self.whole_contrast),
+            )
+            for low, high in itertools.pairwise(bounds)
+        ]
 
     @property
     def false_per_hour(self) -> float:
@@ -209,7 +243,12 @@ def run_clip(voter: Voter, clip: Clip, tally: Tally | None = None) -> list[VoteU
 
 
 def score_clip(
-    clip: Clip, updates: Sequence[VoteUpdate], tally: Tally, min_view: float, clear: float
+    clip: Clip,
+    updates: Sequence[VoteUpdate],
+    tally: Tally,
+    min_view: float,
+    clear: float,
+    visible: float = VISIBLE_CONTRAST,
 ) -> None:
     """Add what ``updates`` (a voter's output on ``clip``) did right and wrong to ``tally``.
 
@@ -217,7 +256,9 @@ def score_clip(
     clarity ``clear`` or more in ``visits``/``covered``, the others in
     ``hard_visits``/``hard_covered``; those whole in the frame for
     ``min_view`` seconds, whatever their clarity, in ``whole_visits`` /
-    ``whole_covered`` too. Delays are of the clear visits only.
+    ``whole_covered`` too, and in ``visible_visits``/``visible_covered``
+    if their ink contrast is ``visible`` or more. Delays are of the clear
+    visits only.
     """
     claimed: dict[tuple[int, int], float] = {}
     for update, i in zip(updates, clip.frame_index, strict=True):
@@ -237,6 +278,11 @@ def score_clip(
             if whole_in_frame(obj.boxes, (start, end), min_view):
                 tally.whole_visits += 1
                 tally.whole_covered += delay is not None
+                if not math.isnan(obj.contrast):
+                    tally.whole_contrast.append((obj.contrast, delay is not None))
+                if obj.contrast >= visible:
+                    tally.visible_visits += 1
+                    tally.visible_covered += delay is not None
                 if delay is None:
                     tally.missed_whole.append(_missed(clip, index, (start, end), clarity))
             if clarity < clear:
@@ -275,7 +321,15 @@ def _missed(clip: Clip, index: int, visit: tuple[float, float], clarity: float) 
     ]
     detected = sum(any(_matching_object(clip, d.box, i) == index for d in dets) for dets, i in seen)
     return MissedVisit(
-        clip.kind, clip.seed, obj.id, *visit, clarity, float(bottom - top), detected, len(seen)
+        clip.kind,
+        clip.seed,
+        obj.id,
+        *visit,
+        clarity,
+        float(bottom - top),
+        detected,
+        len(seen),
+        obj.contrast,
     )
 
 
@@ -511,6 +565,7 @@ def evaluate(
     rates: Sequence[float],
     min_view: float,
     clear: float,
+    visible: float = VISIBLE_CONTRAST,
 ) -> dict[tuple[str, float], Tally]:
     tallies: dict[tuple[str, float], Tally] = {}
     for fps in rates:
@@ -518,7 +573,8 @@ def evaluate(
         for name, factory in voters.items():
             tally = tallies[(name, fps)] = Tally()
             for clip in sampled:
-                score_clip(clip, run_clip(factory(), clip, tally), tally, min_view, clear)
+                updates = run_clip(factory(), clip, tally)
+                score_clip(clip, updates, tally, min_view, clear, visible)
     return tallies
 
 
@@ -526,7 +582,8 @@ def format_table(tallies: dict[tuple[str, float], Tally]) -> str:
     width = max([10, *(len(name) for name, _ in tallies)])
     header = (
         f"{'voter':<{width}} {'fps':>4} {'events':>6} {'precision':>9} {'>= (95%)':>8} "
-        f"{'recall':>7} {'hard':>6} {'whole':>6} {'false/h':>7} {'<= (95%)':>8} {'repeat':>6} "
+        f"{'recall':>7} {'hard':>6} {'whole':>6} {'visible':>7} {'false/h':>7} {'<= (95%)':>8} "
+        f"{'repeat':>6} "
         f"{'median s':>8} {'p95 s':>6} {'jitter %':>8} {'err %':>6} {'checks/h':>8}"
     )
     lines = [header, "-" * len(header)]
@@ -534,7 +591,7 @@ def format_table(tallies: dict[tuple[str, float], Tally]) -> str:
         lines.append(
             f"{name:<{width}} {fps:>4g} {t.recognized:>6} {_pct(t.precision, 2):>9} "
             f"{_pct(t.precision_low, 2):>8} {_pct(t.recall, 1):>7} {_pct(t.recall_hard, 0):>6} "
-            f"{_pct(t.recall_whole, 1):>6} "
+            f"{_pct(t.recall_whole, 1):>6} {_pct(t.recall_visible, 1):>7} "
             f"{t.false_per_hour:>7.2f} {t.false_per_hour_high:>8.2f} {t.repeated:>6} "
             f"{t.delay(0.5):>8.2f} {t.delay(0.95):>6.2f} {t.jitter:>8.2f} {t.error:>6.2f} "
             f"{t.checks_per_hour:>8.0f}"
@@ -595,7 +652,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--list-misses",
         action="store_true",
         help="after the table, the visits whole in frame that the first voter at the first "
-        "frame rate never recognized (clip kind-seed, object, seconds, median score, height)",
+        "frame rate never recognized (clip kind-seed, object, seconds, median score, height, "
+        "ink contrast), and its recall of them per band of ink contrast",
+    )
+    parser.add_argument(
+        "--visible-contrast",
+        type=float,
+        default=VISIBLE_CONTRAST,
+        help="ink contrast (CIE76 delta E) from which a rendered 福 whole in frame counts as "
+        "plainly visible, for the 'visible' column (default %(default)s)",
     )
     synth = parser.add_argument_group("rendered clips (--source synth)")
     synth.add_argument("--tier", default="s")
@@ -658,7 +723,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     specs = clip_specs(seeds, args.negative_hours * 3600, length)
     prefetch(specs)
     clips = make_clips(source, specs)
-    tallies = evaluate(clips, voters, rates, args.min_view, args.clear)
+    tallies = evaluate(clips, voters, rates, args.min_view, args.clear, args.visible_contrast)
     print(
         f"{args.clips} positive clips, {args.negative_hours:g} h of negative video, {described}; "
         f"recall: visits >= {args.min_view:g} s with median score >= {args.clear:g} "
@@ -672,6 +737,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{args.min_view:g} s that {name} at {fps:g} fps never recognized:"
         )
         print("\n".join(f"  {miss.describe()}" for miss in first.missed_whole))
+        bands = first.whole_by_contrast(CONTRAST_BANDS)
+        if any(visits for _, _, visits, _ in bands):
+            print("\nvisits whole in frame per band of ink contrast (CIE76 delta E):")
+            for low, high, visits, hit in bands:
+                print(f"  {low:>4g}-{high:<4g} {hit:>5} of {visits:>5} recognized")
     return 0
 
 

@@ -181,7 +181,9 @@ def _detect(
     # Imported when needed (it renders with OpenCV), and typed loosely: the
     # generator's (n_frames x image, n_frames x boxes) result is all we rely on.
     scenes = importlib.import_module("detectors.synth.scenes")
-    frames, truth = scenes.make_clip(seed, n_frames, BASE_FPS, FRAME_W, FRAME_H, content=content)
+    frames, truth, contrast = scenes.make_clip(
+        seed, n_frames, BASE_FPS, FRAME_W, FRAME_H, content=content
+    )
     det_rows: list[tuple[float, ...]] = []
     labels: list[str] = []
     checks: list[float] = []
@@ -195,11 +197,15 @@ def _detect(
             if confirmer is not None:  # a voter asks only now and then; asked here, every time
                 checks.append(confirmer.check(det))
                 check_min = confirmer.min_score
-    gt_rows = [(i, *box) for i, boxes in enumerate(truth) for box in boxes.tolist()]
+    gt_rows = [
+        (i, *box, contrast[k])
+        for i, boxes in enumerate(truth)
+        for k, box in enumerate(boxes.tolist())
+    ]
     arrays: dict[str, npt.NDArray[np.generic]] = {
         "detections": np.array(det_rows, np.float64).reshape(-1, 6),
         "labels": np.array(labels, dtype=str),
-        "truth": np.array(gt_rows, np.float64).reshape(-1, 5),
+        "truth": np.array(gt_rows, np.float64).reshape(-1, 6),
     }
     if checks:
         arrays["checks"] = np.array(checks, np.float64)
@@ -223,10 +229,12 @@ def _to_clip(
         for found in per_frame
     )
     truth: list[list[Box]] = [[] for _ in range(n_frames)]
+    contrast: list[list[float]] = [[] for _ in range(n_frames)]
     for row in arrays["truth"].tolist():
-        truth[int(row[0])].append(_box(row[1:]))
+        truth[int(row[0])].append(_box(row[1:5]))
+        contrast[int(row[0])].append(row[5])
     times = np.arange(n_frames) / BASE_FPS
-    objects = link_objects(truth, detections, times)
+    objects = link_objects(truth, detections, times, contrast)
     check = None
     if "check_min" in arrays:
         check = ClipCheck(tuple(scores), float(arrays["check_min"]))
@@ -234,31 +242,39 @@ def _to_clip(
 
 
 def link_objects(
-    truth: list[list[Box]], detections: tuple[Detections, ...], times: npt.NDArray[np.float64]
+    truth: list[list[Box]],
+    detections: tuple[Detections, ...],
+    times: npt.NDArray[np.float64],
+    contrast: list[list[float]] | None = None,
 ) -> tuple[GroundTruthObject, ...]:
     """Chain the per-frame 福 boxes into objects by overlap, with their visits and clarity.
 
     A visit is a run of frames in which the object is in view; its clarity is
     the median, over those frames, of the best detection score on it (0 when
-    missed), as for simulated clips.
+    missed), as for simulated clips. ``contrast``, beside ``truth`` box for
+    box, gives each object its ink contrast (the median of its boxes').
     """
     n = len(truth)
     tracks: list[npt.NDArray[np.float64]] = []
+    contrasts: list[list[float]] = []
     last: list[Box] = []
     for i, in_view in enumerate(truth):
         free = set(range(len(tracks)))
-        for box in in_view:
+        for b, box in enumerate(in_view):
             best = max(free, key=lambda k: iou(last[k], box), default=None)
             if best is None or iou(last[best], box) < LINK_IOU:
                 tracks.append(np.full((n, 4), np.nan))
+                contrasts.append([])
                 last.append(box)
                 best = len(tracks) - 1
             else:
                 free.discard(best)
             tracks[best][i] = box
             last[best] = box
+            if contrast is not None:
+                contrasts[best].append(contrast[i][b])
     objects = []
-    for oid, boxes in enumerate(tracks, start=1):
+    for oid, (boxes, seen) in enumerate(zip(tracks, contrasts, strict=True), start=1):
         present = ~np.isnan(boxes[:, 0])
         visits, clarity = [], []
         edges = np.flatnonzero(np.diff(np.concatenate([[0], present.astype(int), [0]])))
@@ -266,7 +282,8 @@ def link_objects(
             visits.append((float(times[start]), float(times[end - 1]) + 1 / BASE_FPS))
             scores = [_best_score(detections[i], boxes[i]) for i in range(start, end)]
             clarity.append(float(np.median(scores)))
-        objects.append(GroundTruthObject(oid, FU, boxes, tuple(visits), tuple(clarity)))
+        ink = float(np.median(seen)) if seen else math.nan
+        objects.append(GroundTruthObject(oid, FU, boxes, tuple(visits), tuple(clarity), ink))
     return tuple(objects)
 
 

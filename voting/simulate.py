@@ -18,6 +18,7 @@ Clips are drawn at ``BASE_FPS``; slower devices are simulated by
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -76,6 +77,9 @@ class GroundTruthObject:
     boxes: FloatArray
     visits: tuple[tuple[float, float], ...]
     clarity: tuple[float, ...]
+    contrast: float = math.nan
+    """How plainly a person would see a rendered 福, whatever the detector makes of it
+    (:func:`detectors.synth.scenes.ink_contrast`); NaN here, where no pixel is drawn."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ A training option (docs/detector.md, "Run 9" and "Run 10").
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
@@ -54,6 +55,9 @@ LABEL_MIN_VISIBLE = 0.75
 CONTENT_MIX = (("fu", 0.55), ("negative", 0.3), ("empty", 0.15))
 """How often ``content="mixed"`` scenes hold 福, only look-alikes, or no poster at all."""
 UPSIDE_DOWN_SHARE = 0.3
+CONTRAST_MIN_WINDOW = 7
+"""Pixels: the least width of the neighbourhood in which :func:`ink_contrast` compares a
+stroke with its surroundings (about a stroke's width on the smallest 福)."""
 """How often a character is printed upside down (倒福, and look-alikes the same)."""
 
 # (background, ink) colours, BGR. Red-and-gold is what most real 福 posters look like.
@@ -85,6 +89,8 @@ class Poster:
     radical_box: tuple[float, float, float, float]
     """Where the radical of a 福 would be: the ink box's leading ``RADICAL_SHARE`` (its left,
     or its right when the glyph is upside down)."""
+    ink: FloatImage
+    """Coverage (0..1) of the character's strokes alone, for :func:`ink_contrast`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +178,9 @@ class Clip(NamedTuple):
 
     frames: list[ImageBGR]
     boxes: list[Boxes]
+    contrast: tuple[float, ...]
+    """Per 福 of the scene, in the order of each frame's boxes: its :func:`ink_contrast`
+    (how plainly a person would see it, whatever a detector makes of it)."""
 
 
 def _glyph_ink(
@@ -228,7 +237,9 @@ def _make_poster(
     )
     radical = RADICAL_SHARE * (x1 - x0)
     radical_box = (x1 - radical, y0, x1, y1) if upside_down else (x0, y0, x0 + radical, y1)
-    return Poster(color.astype(np.float32), np.maximum(base, ink), (x0, y0, x1, y1), radical_box)
+    return Poster(
+        color.astype(np.float32), np.maximum(base, ink), (x0, y0, x1, y1), radical_box, ink
+    )
 
 
 def _placement(
@@ -263,24 +274,73 @@ def _visible_fraction(box: tuple[float, float, float, float], width: int, height
     return cw * ch / area if area > 0 else 0.0
 
 
-def _paste(canvas: FloatImage, poster: Poster, corners: npt.NDArray[np.float32]) -> None:
-    """Warp ``poster`` onto ``canvas`` (in place) so its corners land on ``corners``."""
-    height, width = canvas.shape[:2]
+def _warp(
+    values: FloatImage, corners: npt.NDArray[np.float32], width: int, height: int
+) -> tuple[tuple[int, int], FloatImage] | None:
+    """A poster-sized map warped so that its corners land on ``corners``, cut to a ``width``
+    x ``height`` scene: where the cut starts (x, y) and the warped values; ``None`` outside."""
     x0, y0 = (max(0, int(np.floor(v))) for v in corners.min(axis=0))
     x1 = min(width, int(np.ceil(corners[:, 0].max())))
     y1 = min(height, int(np.ceil(corners[:, 1].max())))
     if x1 <= x0 or y1 <= y0:
-        return
-    side = poster.alpha.shape[0]
+        return None
+    side = values.shape[0]
     src = np.array([[0, 0], [side, 0], [side, side], [0, side]], np.float32)
     warp = cv2.getPerspectiveTransform(src, corners - np.array([x0, y0], np.float32))
-    size = (x1 - x0, y1 - y0)
+    out = cv2.warpPerspective(values, warp, (x1 - x0, y1 - y0), flags=cv2.INTER_LINEAR)
+    return (x0, y0), np.asarray(out, np.float32)
+
+
+def _paste(canvas: FloatImage, poster: Poster, corners: npt.NDArray[np.float32]) -> None:
+    """Warp ``poster`` onto ``canvas`` (in place) so its corners land on ``corners``."""
+    height, width = canvas.shape[:2]
     rgba = np.dstack([poster.color * poster.alpha[..., None], poster.alpha])  # premultiplied
-    out = cv2.warpPerspective(rgba, warp, size, flags=cv2.INTER_LINEAR)
+    warped = _warp(rgba, corners, width, height)
+    if warped is None:
+        return
+    (x0, y0), out = warped
     alpha = out[..., 3:4]
-    roi = canvas[y0:y1, x0:x1]
+    roi = canvas[y0 : y0 + out.shape[0], x0 : x0 + out.shape[1]]
     roi *= 1 - alpha
     roi += out[..., :3]
+
+
+def ink_contrast(canvas: FloatImage, poster: Poster, corners: npt.NDArray[np.float32]) -> float:
+    """How plainly a pasted character stands out from what is right around its strokes.
+
+    The CIE 1976 colour difference (ΔE*ab) across the strokes' outline, on
+    ``canvas`` (float BGR) as it is now: at each pixel just outside a stroke,
+    between the mean colour of the stroke pixels and of the outside pixels
+    within a stroke's width of it (a tenth of the character, at least
+    ``CONTRAST_MIN_WINDOW``); the median over the outline. Local, so that a
+    red 福 printed on a red motorbike scores low however busy the photo around
+    it. Paper for a poster, the scene itself for bare ink. NaN when no stroke
+    is in the frame.
+    """
+    height, width = canvas.shape[:2]
+    warped = _warp(poster.ink, corners, width, height)
+    if warped is None:
+        return math.nan
+    (x0, y0), ink = warped
+    ys, xs = np.nonzero(ink >= 0.5)
+    if not len(xs):
+        return math.nan
+    side = max(ys.max() - ys.min(), xs.max() - xs.min()) + 1
+    window = max(CONTRAST_MIN_WINDOW, side // 10 | 1)
+    strokes = (ink >= 0.5).astype(np.float32)
+    outside = (ink <= 0.05).astype(np.float32)  # past the strokes' soft, resized edges
+    near = cv2.dilate(strokes, np.ones((window, window), np.uint8)) > 0
+    outline = near & (outside > 0)
+    if not outline.any():
+        return math.nan
+    patch = canvas[y0 : y0 + ink.shape[0], x0 : x0 + ink.shape[1]]
+    lab = cv2.cvtColor(np.clip(patch / 255.0, 0.0, 1.0).astype(np.float32), cv2.COLOR_BGR2Lab)
+    means = []
+    for mask in (strokes, outside):
+        weight = cv2.blur(mask, (window, window))[outline]
+        total = cv2.blur(lab * mask[..., None], (window, window))[outline]
+        means.append(total / np.maximum(weight, 1e-6)[:, None])
+    return float(np.median(np.linalg.norm(means[0] - means[1], axis=1)))
 
 
 def _in_scene(
@@ -408,11 +468,19 @@ def radical_in_view(
     )
 
 
+class Placed(NamedTuple):
+    """The 福 that :func:`_place_posters` pasted: the ink corners of those labelled and of
+    those ignored, and each labelled one's :func:`ink_contrast` on the finished canvas."""
+
+    targets: list[npt.NDArray[np.float32]]
+    ignored: list[npt.NDArray[np.float32]]
+    contrast: list[float]
+
+
 def _place_posters(
     rng: Rng, canvas: FloatImage, split: Split, content: str, options: SceneOptions
-) -> tuple[list[npt.NDArray[np.float32]], list[npt.NDArray[np.float32]]]:
-    """Paste this scene's posters onto ``canvas``; return the ink corners of each 福,
-    labelled and ignored.
+) -> Placed:
+    """Paste this scene's posters onto ``canvas``; return where each 福 landed.
 
     With ``cut_look_alikes``, look-alikes may be cut by the frame down to
     ``CUT_MIN_VISIBLE`` and a 福 is labelled only with its radical and
@@ -430,6 +498,7 @@ def _place_posters(
     taken: list[tuple[float, float, float, float]] = []
     targets: list[npt.NDArray[np.float32]] = []
     ignored: list[npt.NDArray[np.float32]] = []
+    labelled_posters: list[tuple[Poster, npt.NDArray[np.float32]]] = []
     scale = min(width, height)
     for is_target in kinds:
         pool = glyphs.target if is_target else glyphs.negatives
@@ -454,8 +523,12 @@ def _place_posters(
                         and radical_in_view(poster, corners, width, height)
                     )
                     (targets if labelled else ignored).append(ink)
+                    if labelled:
+                        labelled_posters.append((poster, corners))
                 break
-    return targets, ignored
+    # Measured once every poster is down: a later one may overlap an earlier one a little.
+    contrast = [ink_contrast(canvas, poster, corners) for poster, corners in labelled_posters]
+    return Placed(targets, ignored, contrast)
 
 
 def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
@@ -504,7 +577,7 @@ def render_scene(
     canvas = _background(rng, split, width, height)
     _clutter(rng, canvas, int(rng.integers(0, 6)))
     picked = _pick_content(rng, content)
-    targets, ignored = _place_posters(rng, canvas, split, picked, options)
+    targets, ignored, _ = _place_posters(rng, canvas, split, picked, options)
     if rng.random() < 0.2:
         _clutter(rng, canvas, 1)  # may occlude a poster a little, like a hand or a door frame
     return LabelledScene(
@@ -540,12 +613,12 @@ def make_clip(
     _clutter(rng, base, int(rng.integers(0, 4)))
     if content == "mixed":
         with_fu = base.copy()
-        targets, _ = _place_posters(rng, with_fu, split, "fu", GENERATOR_MIX)
+        targets, _, contrast = _place_posters(rng, with_fu, split, "fu", GENERATOR_MIX)
         without = base.copy()
         _place_posters(rng, without, split, "negative", GENERATOR_MIX)
         views = [(without, []), (with_fu, targets)]
     else:
-        targets, _ = _place_posters(rng, base, split, content, GENERATOR_MIX)
+        targets, _, contrast = _place_posters(rng, base, split, content, GENERATOR_MIX)
         views = [(base, targets)]
     ready = [(cv2.convertScaleAbs(v), t) for v, t in views]
     first, last = n_frames // 4, 3 * n_frames // 4
@@ -563,4 +636,4 @@ def make_clip(
         frames.append(np.asarray(cv2.add(frame, noise, dtype=cv2.CV_8U), np.uint8))
         moved = [cv2.transform(c[None], move)[0] for c in corner_sets]
         boxes.append(_clip_boxes(moved, width, height))
-    return Clip(frames, boxes)
+    return Clip(frames, boxes, tuple(contrast))

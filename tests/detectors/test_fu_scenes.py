@@ -71,13 +71,14 @@ def test_bad_split_is_refused() -> None:
 
 @pytest.mark.parametrize("content", ["fu", "negative", "empty", "mixed"])
 def test_clip_is_deterministic_and_labelled(content: str) -> None:
-    frames, boxes = make_clip(5, n_frames=12, fps=30, width=160, height=120, content=content)  # type: ignore[arg-type]
-    again, again_boxes = make_clip(5, 12, 30, 160, 120, content)  # type: ignore[arg-type]
+    frames, boxes, contrast = make_clip(5, 12, 30, 160, 120, content)  # type: ignore[arg-type]
+    again, again_boxes, _ = make_clip(5, 12, 30, 160, 120, content)  # type: ignore[arg-type]
     assert len(frames) == len(boxes) == 12
     assert all(f.shape == (120, 160, 3) and f.dtype == np.uint8 for f in frames)
     assert all(np.array_equal(a, b) for a, b in zip(frames, again, strict=True))
     assert all(np.array_equal(a, b) for a, b in zip(boxes, again_boxes, strict=True))
     counts = [len(b) for b in boxes]
+    assert len(contrast) == max(counts)  # one per 福 of the scene
     if content == "fu":
         assert min(counts) >= 1
     elif content == "mixed":
@@ -87,7 +88,7 @@ def test_clip_is_deterministic_and_labelled(content: str) -> None:
 
 
 def test_clip_shakes_like_a_hand() -> None:
-    frames, boxes = make_clip(2, n_frames=10, content="fu")
+    frames, boxes, _ = make_clip(2, n_frames=10, content="fu")
     centres = np.array([b[0, :2] + b[0, 2:] for b in boxes]) / 2
     steps = np.linalg.norm(np.diff(centres, axis=0), axis=1)
     assert 0 < steps.max() < 20  # it moves, a few pixels a frame
@@ -103,6 +104,7 @@ def _poster(upside_down: bool) -> Poster:
         np.ones((side, side), np.float32),
         (0.0, 0.0, 100.0, 100.0),
         radical,
+        np.ones((side, side), np.float32),
     )
 
 
@@ -211,3 +213,59 @@ def test_the_upside_down_share_decides_which_glyphs_are_turned(share: float) -> 
     for poster in _posters(SceneOptions(upside_down_share=share)):
         side = 2 if share else 0
         assert poster.radical_box[side] == poster.ink_box[side]
+
+
+Colour = tuple[float, float, float]
+WHITE: Colour = (245.0, 245.0, 245.0)
+BLACK: Colour = (20.0, 20.0, 20.0)
+RED: Colour = (35.0, 30.0, 200.0)
+DARK_RED: Colour = (30.0, 40.0, 150.0)
+
+
+def _printed(paper: Colour | None, ink: Colour) -> Poster:
+    """A 100 px poster: two strokes of ``ink`` on ``paper``, or bare ink (``None``)."""
+    side = 100
+    strokes = np.zeros((side, side), np.float32)
+    strokes[20:80, 30:42] = 1.0
+    strokes[44:56, 20:80] = 1.0
+    under = np.zeros(3) if paper is None else np.array(paper)
+    color = under * (1 - strokes[..., None]) + np.array(ink) * strokes[..., None]
+    alpha = strokes if paper is None else np.ones((side, side), np.float32)
+    box = (20.0, 20.0, 80.0, 80.0)
+    return Poster(color.astype(np.float32), alpha, box, box, strokes)
+
+
+@pytest.mark.parametrize(
+    ("scene", "paper", "ink", "low", "high"),
+    [
+        (RED, WHITE, BLACK, 85, 100),  # black on white paper: L* 7 against 96
+        (WHITE, RED, BLACK, 75, 95),  # a classic 福 poster: black on red paper
+        (WHITE, RED, RED, 0, 0.5),  # ink the paper's colour: nothing to see
+        (RED, None, RED, 0, 0.5),  # bare red ink on a red wall
+        (DARK_RED, None, RED, 15, 30),  # bare red ink on a darker red: chroma alike, L* 43 and 33
+        (WHITE, None, BLACK, 85, 100),  # bare black ink on a white wall
+    ],
+)
+def test_ink_contrast_is_the_colour_difference_across_the_strokes_outline(
+    scene: Colour, paper: Colour | None, ink: Colour, low: float, high: float
+) -> None:
+    canvas = np.empty((150, 200, 3), np.float32)
+    canvas[:] = scene
+    poster = _printed(paper, ink)
+    corners = np.array([[50, 20], [150, 20], [150, 120], [50, 120]], np.float32)
+    scenes._paste(canvas, poster, corners)
+    assert low <= scenes.ink_contrast(canvas, poster, corners) <= high
+
+
+def test_ink_contrast_of_a_character_out_of_frame_is_unknown() -> None:
+    canvas = np.full((150, 200, 3), 128.0, np.float32)
+    outside = np.array([[300, 20], [400, 20], [400, 120], [300, 120]], np.float32)
+    bare_corner = np.array([[-99, -99], [1, -99], [1, 1], [-99, 1]], np.float32)  # no stroke in
+    for corners in (outside, bare_corner):
+        assert np.isnan(scenes.ink_contrast(canvas, _printed(None, BLACK), corners))
+
+
+def test_each_fu_of_a_clip_carries_its_ink_contrast() -> None:
+    clip = make_clip(16, n_frames=1)  # one 福: a poster printed to be seen
+    (contrast,) = clip.contrast
+    assert contrast > 40

@@ -17,10 +17,10 @@ BOX = (100.0, 100.0, 200.0, 200.0)
 ELSEWHERE = (400.0, 300.0, 450.0, 350.0)
 
 
-def clip_with(kind="fu", n=60, label=FU, visits=((0.5, 1.8),), clarity=(0.9,)):
+def clip_with(kind="fu", n=60, label=FU, visits=((0.5, 1.8),), clarity=(0.9,), contrast=math.nan):
     times = np.arange(n) / 30
     boxes = np.tile(np.array(BOX), (n, 1))
-    obj = GroundTruthObject(1, label, boxes, visits, clarity)
+    obj = GroundTruthObject(1, label, boxes, visits, clarity, contrast)
     return Clip(kind, 0, times, (Detections(),) * n, (obj,), np.arange(n))
 
 
@@ -159,10 +159,15 @@ def test_main_renders_missing_synth_clips_in_worker_processes(tmp_path, capsys):
         (models / name).write_bytes((evaluate.MODELS_DIR / name).read_bytes())
     argv = (
         "--source synth --tier s --clips 2 --negative-hours 0.0001 --seconds 0.2 --fps 15 "
-        f"--voters balanced --jobs 2 --models-dir {models} --cache {tmp_path / 'cache'}"
+        f"--voters balanced --jobs 2 --models-dir {models} --cache {tmp_path / 'cache'} "
+        "--min-view 0.1 --list-misses"
     )
     assert evaluate.main(argv.split()) == 0
-    assert "\nbalanced " in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "\nbalanced " in out
+    bands = out.split("per band of ink contrast (CIE76 delta E):\n")[1].splitlines()
+    assert len(bands) == len(evaluate.CONTRAST_BANDS) + 1
+    assert sum(int(line.split(" of ")[1].split()[0]) for line in bands) >= 1  # rendered 福
     assert len(list((tmp_path / "cache").rglob("*.npz"))) == 4  # mixed 0, fu 1, two negatives
 
 
@@ -189,7 +194,7 @@ def fake_scenes(seed, n_frames, fps, content):
         np.array([BOX], np.float32) if i >= 2 else np.zeros((0, 4), np.float32)
         for i in range(n_frames)
     ]
-    return frames, boxes
+    return frames, boxes, (23.5,)
 
 
 def test_detected_clips_are_cached(tmp_path, monkeypatch):
@@ -208,6 +213,7 @@ def test_detected_clips_are_cached(tmp_path, monkeypatch):
     (obj,) = first.objects
     assert obj.visits == (pytest.approx((2 / 30, 6 / 30)),)
     assert obj.clarity == (pytest.approx(0.9),)
+    assert obj.contrast == 23.5
     uncached = detected_clip(lambda: detector, "t-int8", 7, "fu", 0.2, None)
     assert uncached.detections == first.detections
 
@@ -298,13 +304,13 @@ def test_whole_visits_count_whatever_the_detector_scored(clarity):
 @pytest.mark.parametrize(
     ("events", "missed"),
     [
-        ([], [evaluate.MissedVisit("fu", 0, 1, 0.0, 2.0, 0.3, 100.0, 20, 60)]),
+        ([], [evaluate.MissedVisit("fu", 0, 1, 0.0, 2.0, 0.3, 100.0, 20, 60, 4.0)]),
         ([(24, recognized(0.8))], []),
     ],
 )
 def test_a_whole_visit_never_recognized_is_listed_with_its_clip_and_object(events, missed):
     tally = evaluate.Tally()
-    clip = clip_with(visits=((0.0, 2.0),), clarity=(0.3,))
+    clip = clip_with(visits=((0.0, 2.0),), clarity=(0.3,), contrast=4.0)
     seen = [
         Detections((Detection(FU, 0.8, BOX),)) if i % 3 == 0 else Detections() for i in range(60)
     ]
@@ -314,8 +320,37 @@ def test_a_whole_visit_never_recognized_is_listed_with_its_clip_and_object(event
     if missed:
         assert missed[0].describe() == (
             "fu-0 object 1: 0.00-2.00 s, detected on 20 of 60 frames, "
-            "median score 0.30, 100 px high"
+            "median score 0.30, 100 px high, ink contrast 4.0"
         )
+
+
+@pytest.mark.parametrize(
+    ("contrast", "events", "visible", "band"),
+    [
+        (math.nan, [], (0, 0), None),  # a simulated clip: no ink to measure
+        (4.0, [], (0, 0), (0.0, 5.0)),  # a red 福 on a red cup: whole, not plainly visible
+        (10.0, [], (1, 0), (10.0, 20.0)),
+        (42.0, [(24, recognized(0.8))], (1, 1), (40.0, math.inf)),
+    ],
+)
+def test_visible_visits_are_the_whole_ones_whose_ink_stands_out(contrast, events, visible, band):
+    tally = evaluate.Tally()
+    clip = clip_with(visits=((0.0, 2.0),), contrast=contrast)
+    evaluate.score_clip(clip, updates_with(events), tally, 1.0, 0.75)
+    assert tally.whole_visits == 1
+    assert (tally.visible_visits, tally.visible_covered) == visible
+    bands = tally.whole_by_contrast(evaluate.CONTRAST_BANDS)
+    assert [(low, high) for low, high, _, _ in bands] == [
+        (0.0, 5.0),
+        (5.0, 10.0),
+        (10.0, 20.0),
+        (20.0, 40.0),
+        (40.0, math.inf),
+    ]
+    expected = {(low, high): (0, 0) for low, high, _, _ in bands}
+    if band is not None:
+        expected[band] = (1, len(events))
+    assert {(low, high): (n, hit) for low, high, n, hit in bands} == expected
 
 
 def test_main_lists_the_first_voters_misses_when_asked(capsys):
