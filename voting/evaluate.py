@@ -606,7 +606,8 @@ def _factory(
 
 
 def _pct(value: float, digits: int) -> str:
-    return f"{100 * value:.{digits}f}%"
+    """A share in percent; "-" where nothing was there to count (e.g. no ink measured)."""
+    return "-" if math.isnan(value) else f"{100 * value:.{digits}f}%"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -377,3 +377,8 @@ def test_run_clip_offers_the_clips_check_and_counts_what_the_voter_asks(confirm,
     assert tally.checks == checks
     assert tally.checks_per_hour == pytest.approx(3600 * checks)  # one second of video
     assert f"{3600 * checks:>8}" in evaluate.format_table({("balanced", 15.0): tally})
+
+
+def test_table_shows_a_dash_where_nothing_was_counted():
+    row = evaluate.format_table({("balanced", 30.0): evaluate.Tally()}).splitlines()[-1]
+    assert row.split()[3:9] == ["-"] * 6  # precision, its bound and the four recalls
