@@ -55,10 +55,10 @@ LABEL_MIN_VISIBLE = 0.75
 CONTENT_MIX = (("fu", 0.55), ("negative", 0.3), ("empty", 0.15))
 """How often ``content="mixed"`` scenes hold 福, only look-alikes, or no poster at all."""
 UPSIDE_DOWN_SHARE = 0.3
+"""How often a character is printed upside down (倒福, and look-alikes the same)."""
 CONTRAST_MIN_WINDOW = 7
 """Pixels: the least width of the neighbourhood in which :func:`ink_contrast` compares a
 stroke with its surroundings (about a stroke's width on the smallest 福)."""
-"""How often a character is printed upside down (倒福, and look-alikes the same)."""
 
 # (background, ink) colours, BGR. Red-and-gold is what most real 福 posters look like.
 _PALETTES = (
@@ -312,10 +312,10 @@ def ink_contrast(canvas: FloatImage, poster: Poster, corners: npt.NDArray[np.flo
     ``canvas`` (float BGR) as it is now: at each pixel just outside a stroke,
     between the mean colour of the stroke pixels and of the outside pixels
     within a stroke's width of it (a tenth of the character, at least
-    ``CONTRAST_MIN_WINDOW``); the median over the outline. Local, so that a
-    red 福 printed on a red motorbike scores low however busy the photo around
-    it. Paper for a poster, the scene itself for bare ink. NaN when no stroke
-    is in the frame.
+    ``CONTRAST_MIN_WINDOW``); the median over the outline. Local: what lies
+    next to the strokes counts, not the mean of a busy photo around them.
+    Paper for a poster, the scene itself for bare ink. NaN when no stroke is
+    in the frame.
     """
     height, width = canvas.shape[:2]
     warped = _warp(poster.ink, corners, width, height)
