@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
 import cv2
@@ -91,6 +91,8 @@ class Poster:
     or its right when the glyph is upside down)."""
     ink: FloatImage
     """Coverage (0..1) of the character's strokes alone, for :func:`ink_contrast`."""
+    bare: bool = False
+    """Ink printed straight onto the scene, no paper."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +108,12 @@ class SceneOptions:
     styles keep their proportions."""
     upside_down_share: float = UPSIDE_DOWN_SHARE
     """The share of characters printed upside down."""
+    low_contrast_share: float = 0.0
+    """The share of bare-ink characters (福 and look-alikes alike) recoloured toward the
+    scene under them, keeping 30-80 % of the colour difference (:func:`_faded`)."""
 
     def __post_init__(self) -> None:
-        for name in ("bare_ink_share", "upside_down_share"):
+        for name in ("bare_ink_share", "upside_down_share", "low_contrast_share"):
             share = getattr(self, name)
             if share is not None and not 0.0 <= share <= 1.0:
                 raise ValueError(f"{name} must be within 0..1, got {share}")
@@ -141,6 +146,13 @@ def add_scene_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"share of posters printed as bare ink, no paper (default {_STYLE_P[-1]})",
     )
     parser.add_argument(
+        "--low-contrast-share",
+        type=_share,
+        default=0.0,
+        help="share of bare-ink characters recoloured toward the scene under them, keeping "
+        "30-80 %% of the colour difference (default %(default)s)",
+    )
+    parser.add_argument(
         "--upside-down-share",
         type=_share,
         default=UPSIDE_DOWN_SHARE,
@@ -150,7 +162,9 @@ def add_scene_arguments(parser: argparse.ArgumentParser) -> None:
 
 def scene_options(args: argparse.Namespace) -> SceneOptions:
     """The options that :func:`add_scene_arguments`'s flags parsed to."""
-    return SceneOptions(args.cut_look_alikes, args.bare_ink_share, args.upside_down_share)
+    return SceneOptions(
+        args.cut_look_alikes, args.bare_ink_share, args.upside_down_share, args.low_contrast_share
+    )
 
 
 def _share(text: str) -> float:
@@ -238,7 +252,12 @@ def _make_poster(
     radical = RADICAL_SHARE * (x1 - x0)
     radical_box = (x1 - radical, y0, x1, y1) if upside_down else (x0, y0, x0 + radical, y1)
     return Poster(
-        color.astype(np.float32), np.maximum(base, ink), (x0, y0, x1, y1), radical_box, ink
+        color.astype(np.float32),
+        np.maximum(base, ink),
+        (x0, y0, x1, y1),
+        radical_box,
+        ink,
+        style == "bare",
     )
 
 
@@ -303,6 +322,25 @@ def _paste(canvas: FloatImage, poster: Poster, corners: npt.NDArray[np.float32])
     roi = canvas[y0 : y0 + out.shape[0], x0 : x0 + out.shape[1]]
     roi *= 1 - alpha
     roi += out[..., :3]
+
+
+def _faded(
+    rng: Rng, poster: Poster, canvas: FloatImage, corners: npt.NDArray[np.float32]
+) -> Poster:
+    """Bare ink recoloured toward the mean colour of the scene its strokes will cover,
+    keeping 30-80 % of the difference: a character a person makes out, less plainly
+    (the 福 the vote missed most often, docs/voting.md "Would a person see it?")."""
+    keep = rng.uniform(0.3, 0.8)
+    height, width = canvas.shape[:2]
+    warped = _warp(poster.ink, corners, width, height)
+    if warped is None:
+        return poster
+    (x0, y0), ink = warped
+    under = canvas[y0 : y0 + ink.shape[0], x0 : x0 + ink.shape[1]][ink >= 0.5]
+    if not len(under):
+        return poster
+    ground = under.mean(axis=0)
+    return replace(poster, color=(ground + (poster.color - ground) * keep).astype(np.float32))
 
 
 def ink_contrast(canvas: FloatImage, poster: Poster, corners: npt.NDArray[np.float32]) -> float:
@@ -515,6 +553,10 @@ def _place_posters(
             least = CUT_MIN_VISIBLE if options.cut_look_alikes and not is_target else MIN_VISIBLE
             visible = _visible_fraction(_box_of(ink), width, height)
             if free and visible >= least:
+                # The draw is made only when asked for: the generator's own mix stays as it was.
+                fade = poster.bare and options.low_contrast_share > 0
+                if fade and rng.random() < options.low_contrast_share:
+                    poster = _faded(rng, poster, canvas, corners)
                 _paste(canvas, poster, corners)
                 taken.append(box)
                 if is_target:

@@ -175,7 +175,7 @@ def test_with_cut_look_alikes_a_fu_cut_far_by_the_edge_is_ignored_not_labelled()
 
 
 @pytest.mark.parametrize("share", [-0.1, 1.5])
-@pytest.mark.parametrize("name", ["bare_ink_share", "upside_down_share"])
+@pytest.mark.parametrize("name", ["bare_ink_share", "upside_down_share", "low_contrast_share"])
 def test_scene_options_refuse_a_share_outside_0_1(name: str, share: float) -> None:
     with pytest.raises(ValueError, match=name):
         SceneOptions(**{name: share})  # type: ignore[arg-type]
@@ -269,3 +269,22 @@ def test_each_fu_of_a_clip_carries_its_ink_contrast() -> None:
     clip = make_clip(16, n_frames=1)  # one 福: a poster printed to be seen
     (contrast,) = clip.contrast
     assert contrast > 40
+
+
+def _first_fu_contrast(low_contrast_share: float) -> list[float]:
+    """The ink contrast of each scene's first 福 (placed before the fading draws anything)."""
+    options = SceneOptions(bare_ink_share=1.0, low_contrast_share=low_contrast_share)
+    contrast: list[float] = []
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        canvas = scenes._background(rng, "eval", 320, 240)
+        contrast.append(scenes._place_posters(rng, canvas, "eval", "fu", options).contrast[0])
+    return contrast
+
+
+def test_a_low_contrast_share_fades_bare_ink_toward_the_scene_under_it() -> None:
+    plain, faded = np.array(_first_fu_contrast(0.0)), np.array(_first_fu_contrast(1.0))
+    measured = ~np.isnan(plain)
+    assert measured.sum() > 20
+    assert (faded[measured] < plain[measured]).all()
+    assert np.median(faded[measured] / plain[measured]) < 0.8
