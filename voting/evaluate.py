@@ -59,10 +59,24 @@ VISIBLE_CONTRAST = 10.0
 differences that are only "perceptible at a glance" (up to about 10; 2.3 is the least a
 person notices), as a red 福 printed on a red cup is not. Chosen before measuring with it."""
 CONTRAST_BANDS = (5.0, 10.0, 20.0, 40.0)
-"""Band edges of ``--list-misses``' recall per ink contrast."""
+"""Band edges of ``--list-misses``' recall per ink contrast..."""
+HEIGHT_BANDS = (100.0, 150.0, 200.0, 250.0, 300.0)
+"""...and per height of the 福, in pixels of the 640x480 frame."""
 SIM_NEGATIVE_SECONDS = 20.0
 CALIBRATION_SEED = 1_000_000
 """Calibration clips use seeds from here up, disjoint from the evaluation seeds."""
+
+
+@dataclass(frozen=True, slots=True)
+class WholeVisit:
+    """A visit whole in frame for ``min_view`` seconds: how it looked, and whether the voter
+    recognized it."""
+
+    contrast: float
+    """The object's ink contrast (NaN: not rendered)."""
+    height: float
+    """Pixels, of the object's box in the visit's middle frame."""
+    recognized: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +102,8 @@ class MissedVisit:
         return (
             f"{self.kind}-{self.seed} object {self.object_id}: {self.start:.2f}-{self.end:.2f} s, "
             f"detected on {self.detected} of {self.frames} frames, "
-            f"median score {self.clarity:.2f}, {self.height:.0f} px high, "
-            f"ink contrast {self.contrast:.1f}"
+            f"median score {self.clarity:.2f}, {self.height:.0f} px high"
+            + ("" if math.isnan(self.contrast) else f", ink contrast {self.contrast:.1f}")
         )
 
 
@@ -110,8 +124,7 @@ class Tally:
     whole_covered: int = 0
     visible_visits: int = 0
     visible_covered: int = 0
-    whole_contrast: list[tuple[float, bool]] = field(default_factory=list)
-    """Per visit whole in frame: its ink contrast, and whether it was recognized."""
+    whole_seen: list[WholeVisit] = field(default_factory=list)
     missed_whole: list[MissedVisit] = field(default_factory=list)
     delays: list[float] = field(default_factory=list)
     jitter_sq: float = 0.0
@@ -150,16 +163,20 @@ class Tally:
     def recall_visible(self) -> float:
         return self.visible_covered / self.visible_visits if self.visible_visits else math.nan
 
-    def whole_by_contrast(self, edges: Sequence[float]) -> list[tuple[float, float, int, int]]:
-        """Visits whole in frame per band of ink contrast between ``edges`` (from 0, the last
-        open-ended): ``(low, high, visits, recognized)``; unmeasured ones left out."""
+    def whole_by(
+        self, measure: Callable[[WholeVisit], float], edges: Sequence[float]
+    ) -> list[tuple[float, float, int, int]]:
+        """Visits whole in frame per band of ``measure`` (e.g. the ink contrast) between
+        ``edges`` (from 0, the last open-ended): ``(low, high, visits, recognized)``; visits
+        it cannot measure (NaN) left out."""
         bounds = [0.0, *edges, math.inf]
+        values = [(measure(v), v.recognized) for v in self.whole_seen]
         return [
             (
                 low,
                 high,
-                sum(low <= c < high for c, _ in self.whole_contrast),
-                sum(low <= c < high and hit for c, hit in self.whole_contrast),
+                sum(low <= value < high for value, _ in values),
+                sum(low <= value < high and hit for value, hit in values),
             )
             for low, high in itertools.pairwise(bounds)
         ]
@@ -278,8 +295,8 @@ def score_clip(
             if whole_in_frame(obj.boxes, (start, end), min_view):
                 tally.whole_visits += 1
                 tally.whole_covered += delay is not None
-                if not math.isnan(obj.contrast):
-                    tally.whole_contrast.append((obj.contrast, delay is not None))
+                height = _visit_height(obj.boxes, (start, end))
+                tally.whole_seen.append(WholeVisit(obj.contrast, height, delay is not None))
                 if obj.contrast >= visible:
                     tally.visible_visits += 1
                     tally.visible_covered += delay is not None
@@ -311,9 +328,14 @@ def whole_in_frame(
     return longest >= round(min_view * BASE_FPS)
 
 
+def _visit_height(boxes: npt.NDArray[np.float64], visit: tuple[float, float]) -> float:
+    """Pixels, of the box in the visit's middle frame."""
+    _, top, _, bottom = boxes[round((visit[0] + visit[1]) / 2 * BASE_FPS)]
+    return float(bottom - top)
+
+
 def _missed(clip: Clip, index: int, visit: tuple[float, float], clarity: float) -> MissedVisit:
     obj = clip.objects[index]
-    _, top, _, bottom = obj.boxes[round((visit[0] + visit[1]) / 2 * BASE_FPS)]
     seen = [
         (dets, int(i))
         for t, dets, i in zip(clip.times, clip.detections, clip.frame_index, strict=True)
@@ -326,7 +348,7 @@ def _missed(clip: Clip, index: int, visit: tuple[float, float], clarity: float) 
         obj.id,
         *visit,
         clarity,
-        float(bottom - top),
+        _visit_height(obj.boxes, visit),
         detected,
         len(seen),
         obj.contrast,
@@ -738,12 +760,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{args.min_view:g} s that {name} at {fps:g} fps never recognized:"
         )
         print("\n".join(f"  {miss.describe()}" for miss in first.missed_whole))
-        bands = first.whole_by_contrast(CONTRAST_BANDS)
-        if any(visits for _, _, visits, _ in bands):
-            print("\nvisits whole in frame per band of ink contrast (CIE76 delta E):")
-            for low, high, visits, hit in bands:
-                print(f"  {low:>4g}-{high:<4g} {hit:>5} of {visits:>5} recognized")
+        for what, measure, edges in (
+            ("ink contrast (CIE76 delta E)", _contrast_of, CONTRAST_BANDS),
+            ("height (px)", _height_of, HEIGHT_BANDS),
+        ):
+            bands = first.whole_by(measure, edges)
+            if any(visits for _, _, visits, _ in bands):
+                print(f"\nvisits whole in frame per band of {what}:")
+                for low, high, visits, hit in bands:
+                    print(f"  {low:>4g}-{high:<4g} {hit:>5} of {visits:>5} recognized")
     return 0
+
+
+def _contrast_of(visit: WholeVisit) -> float:
+    return visit.contrast
+
+
+def _height_of(visit: WholeVisit) -> float:
+    return visit.height
 
 
 if __name__ == "__main__":

@@ -165,7 +165,8 @@ def test_main_renders_missing_synth_clips_in_worker_processes(tmp_path, capsys):
     assert evaluate.main(argv.split()) == 0
     out = capsys.readouterr().out
     assert "\nbalanced " in out
-    bands = out.split("per band of ink contrast (CIE76 delta E):\n")[1].splitlines()
+    bands = out.split("per band of ink contrast (CIE76 delta E):\n")[1].split("\n\n")[0]
+    bands = bands.splitlines()
     assert len(bands) == len(evaluate.CONTRAST_BANDS) + 1
     assert sum(int(line.split(" of ")[1].split()[0]) for line in bands) >= 1  # rendered 福
     assert len(list((tmp_path / "cache").rglob("*.npz"))) == 4  # mixed 0, fu 1, two negatives
@@ -339,7 +340,7 @@ def test_visible_visits_are_the_whole_ones_whose_ink_stands_out(contrast, events
     evaluate.score_clip(clip, updates_with(events), tally, 1.0, 0.75)
     assert tally.whole_visits == 1
     assert (tally.visible_visits, tally.visible_covered) == visible
-    bands = tally.whole_by_contrast(evaluate.CONTRAST_BANDS)
+    bands = tally.whole_by(lambda visit: visit.contrast, evaluate.CONTRAST_BANDS)
     assert [(low, high) for low, high, _, _ in bands] == [
         (0.0, 5.0),
         (5.0, 10.0),
@@ -351,6 +352,9 @@ def test_visible_visits_are_the_whole_ones_whose_ink_stands_out(contrast, events
     if band is not None:
         expected[band] = (1, len(events))
     assert {(low, high): (n, hit) for low, high, n, hit in bands} == expected
+    by_height = tally.whole_by(lambda visit: visit.height, evaluate.HEIGHT_BANDS)
+    assert [(n, hit) for low, _, n, hit in by_height if low == 100.0] == [(1, len(events))]
+    assert sum(n for _, _, n, _ in by_height) == 1  # BOX is 100 px high: measured always
 
 
 def test_main_lists_the_first_voters_misses_when_asked(capsys):
@@ -358,6 +362,9 @@ def test_main_lists_the_first_voters_misses_when_asked(capsys):
     assert evaluate.main(argv.split()) == 0
     head, listed = capsys.readouterr().out.split(" that strict at 15 fps never recognized:\n")
     count = int(head.rsplit("\n", 1)[1].split(" of ")[0])
+    listed, heights = listed.split("\n\nvisits whole in frame per band of height (px):\n")
+    assert "ink contrast" not in listed  # simulated clips draw no ink: nothing to say of it
+    assert len(heights.splitlines()) == len(evaluate.HEIGHT_BANDS) + 1
     lines = listed.splitlines()
     assert count == len(lines) > 0  # these seeds hold misses of strict
     assert all(line.startswith(("  fu-", "  mixed-")) and " object " in line for line in lines)
