@@ -36,6 +36,7 @@ import math
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -120,11 +121,10 @@ class Tally:
     covered: int = 0
     hard_visits: int = 0
     hard_covered: int = 0
-    whole_visits: int = 0
-    whole_covered: int = 0
-    visible_visits: int = 0
-    visible_covered: int = 0
     whole_seen: list[WholeVisit] = field(default_factory=list)
+    """Every visit whole in frame for ``min_view`` seconds, whatever its clarity."""
+    visible_contrast: float = VISIBLE_CONTRAST
+    """The ink contrast from which a visit whole in frame counts as plainly visible."""
     missed_whole: list[MissedVisit] = field(default_factory=list)
     delays: list[float] = field(default_factory=list)
     jitter_sq: float = 0.0
@@ -154,6 +154,22 @@ class Tally:
     @property
     def recall_hard(self) -> float:
         return self.hard_covered / self.hard_visits if self.hard_visits else math.nan
+
+    @property
+    def whole_visits(self) -> int:
+        return len(self.whole_seen)
+
+    @property
+    def whole_covered(self) -> int:
+        return sum(v.recognized for v in self.whole_seen)
+
+    @property
+    def visible_visits(self) -> int:
+        return sum(v.contrast >= self.visible_contrast for v in self.whole_seen)
+
+    @property
+    def visible_covered(self) -> int:
+        return sum(v.recognized and v.contrast >= self.visible_contrast for v in self.whole_seen)
 
     @property
     def recall_whole(self) -> float:
@@ -260,22 +276,15 @@ def run_clip(voter: Voter, clip: Clip, tally: Tally | None = None) -> list[VoteU
 
 
 def score_clip(
-    clip: Clip,
-    updates: Sequence[VoteUpdate],
-    tally: Tally,
-    min_view: float,
-    clear: float,
-    visible: float = VISIBLE_CONTRAST,
+    clip: Clip, updates: Sequence[VoteUpdate], tally: Tally, min_view: float, clear: float
 ) -> None:
     """Add what ``updates`` (a voter's output on ``clip``) did right and wrong to ``tally``.
 
     Visits of at least ``min_view`` seconds count for recall: those of
     clarity ``clear`` or more in ``visits``/``covered``, the others in
     ``hard_visits``/``hard_covered``; those whole in the frame for
-    ``min_view`` seconds, whatever their clarity, in ``whole_visits`` /
-    ``whole_covered`` too, and in ``visible_visits``/``visible_covered``
-    if their ink contrast is ``visible`` or more. Delays are of the clear
-    visits only.
+    ``min_view`` seconds, whatever their clarity, in ``whole_seen`` too.
+    Delays are of the clear visits only.
     """
     claimed: dict[tuple[int, int], float] = {}
     for update, i in zip(updates, clip.frame_index, strict=True):
@@ -293,13 +302,8 @@ def score_clip(
                 continue
             delay = claimed.get((obj.id, v))
             if whole_in_frame(obj.boxes, (start, end), min_view):
-                tally.whole_visits += 1
-                tally.whole_covered += delay is not None
                 height = _visit_height(obj.boxes, (start, end))
                 tally.whole_seen.append(WholeVisit(obj.contrast, height, delay is not None))
-                if obj.contrast >= visible:
-                    tally.visible_visits += 1
-                    tally.visible_covered += delay is not None
                 if delay is None:
                     tally.missed_whole.append(_missed(clip, index, (start, end), clarity))
             if clarity < clear:
@@ -593,10 +597,9 @@ def evaluate(
     for fps in rates:
         sampled = [clip.subsample(fps) for clip in clips]
         for name, factory in voters.items():
-            tally = tallies[(name, fps)] = Tally()
+            tally = tallies[(name, fps)] = Tally(visible_contrast=visible)
             for clip in sampled:
-                updates = run_clip(factory(), clip, tally)
-                score_clip(clip, updates, tally, min_view, clear, visible)
+                score_clip(clip, run_clip(factory(), clip, tally), tally, min_view, clear)
     return tallies
 
 
@@ -761,8 +764,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print("\n".join(f"  {miss.describe()}" for miss in first.missed_whole))
         for what, measure, edges in (
-            ("ink contrast (CIE76 delta E)", _contrast_of, CONTRAST_BANDS),
-            ("height (px)", _height_of, HEIGHT_BANDS),
+            ("ink contrast (CIE76 delta E)", attrgetter("contrast"), CONTRAST_BANDS),
+            ("height (px)", attrgetter("height"), HEIGHT_BANDS),
         ):
             bands = first.whole_by(measure, edges)
             if any(visits for _, _, visits, _ in bands):
@@ -770,14 +773,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for low, high, visits, hit in bands:
                     print(f"  {low:>4g}-{high:<4g} {hit:>5} of {visits:>5} recognized")
     return 0
-
-
-def _contrast_of(visit: WholeVisit) -> float:
-    return visit.contrast
-
-
-def _height_of(visit: WholeVisit) -> float:
-    return visit.height
 
 
 if __name__ == "__main__":

@@ -178,8 +178,8 @@ def _render_one(work: tuple[str, str, int, float, Path]) -> None:
 def _detect(
     detector: Detector, seed: int, content: str, n_frames: int
 ) -> dict[str, npt.NDArray[np.generic]]:
-    # Imported when needed (it renders with OpenCV), and typed loosely: the
-    # generator's (n_frames x image, n_frames x boxes) result is all we rely on.
+    # Imported when needed (it renders with OpenCV), and typed loosely: the generator's
+    # (n_frames x image, n_frames x boxes, contrast per 福) result is all we rely on.
     scenes = importlib.import_module("detectors.synth.scenes")
     frames, truth, contrast = scenes.make_clip(
         seed, n_frames, BASE_FPS, FRAME_W, FRAME_H, content=content

@@ -360,12 +360,13 @@ def ink_contrast(canvas: FloatImage, poster: Poster, corners: npt.NDArray[np.flo
     if warped is None:
         return math.nan
     (x0, y0), ink = warped
-    ys, xs = np.nonzero(ink >= 0.5)
+    in_stroke = ink >= 0.5
+    ys, xs = np.nonzero(in_stroke)
     if not len(xs):
         return math.nan
     side = max(ys.max() - ys.min(), xs.max() - xs.min()) + 1
     window = max(CONTRAST_MIN_WINDOW, side // 10 | 1)
-    strokes = (ink >= 0.5).astype(np.float32)
+    strokes = in_stroke.astype(np.float32)
     outside = (ink <= 0.05).astype(np.float32)  # past the strokes' soft, resized edges
     near = cv2.dilate(strokes, np.ones((window, window), np.uint8)) > 0
     outline = near & (outside > 0)
@@ -508,11 +509,12 @@ def radical_in_view(
 
 class Placed(NamedTuple):
     """The 福 that :func:`_place_posters` pasted: the ink corners of those labelled and of
-    those ignored, and each labelled one's :func:`ink_contrast` on the finished canvas."""
+    those ignored, and the labelled ones' posters with their corners (for
+    :func:`ink_contrast`, which only clips measure)."""
 
     targets: list[npt.NDArray[np.float32]]
     ignored: list[npt.NDArray[np.float32]]
-    contrast: list[float]
+    labelled: list[tuple[Poster, npt.NDArray[np.float32]]]
 
 
 def _place_posters(
@@ -536,7 +538,7 @@ def _place_posters(
     taken: list[tuple[float, float, float, float]] = []
     targets: list[npt.NDArray[np.float32]] = []
     ignored: list[npt.NDArray[np.float32]] = []
-    labelled_posters: list[tuple[Poster, npt.NDArray[np.float32]]] = []
+    labelled: list[tuple[Poster, npt.NDArray[np.float32]]] = []
     scale = min(width, height)
     for is_target in kinds:
         pool = glyphs.target if is_target else glyphs.negatives
@@ -560,17 +562,15 @@ def _place_posters(
                 _paste(canvas, poster, corners)
                 taken.append(box)
                 if is_target:
-                    labelled = not options.cut_look_alikes or (
+                    is_labelled = not options.cut_look_alikes or (
                         visible >= LABEL_MIN_VISIBLE
                         and radical_in_view(poster, corners, width, height)
                     )
-                    (targets if labelled else ignored).append(ink)
-                    if labelled:
-                        labelled_posters.append((poster, corners))
+                    (targets if is_labelled else ignored).append(ink)
+                    if is_labelled:
+                        labelled.append((poster, corners))
                 break
-    # Measured once every poster is down: a later one may overlap an earlier one a little.
-    contrast = [ink_contrast(canvas, poster, corners) for poster, corners in labelled_posters]
-    return Placed(targets, ignored, contrast)
+    return Placed(targets, ignored, labelled)
 
 
 def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
@@ -655,13 +655,15 @@ def make_clip(
     _clutter(rng, base, int(rng.integers(0, 4)))
     if content == "mixed":
         with_fu = base.copy()
-        targets, _, contrast = _place_posters(rng, with_fu, split, "fu", GENERATOR_MIX)
+        placed = _place_posters(rng, with_fu, split, "fu", GENERATOR_MIX)
         without = base.copy()
         _place_posters(rng, without, split, "negative", GENERATOR_MIX)
-        views = [(without, []), (with_fu, targets)]
+        views = [(without, []), (with_fu, placed.targets)]
     else:
-        targets, _, contrast = _place_posters(rng, base, split, content, GENERATOR_MIX)
-        views = [(base, targets)]
+        placed = _place_posters(rng, base, split, content, GENERATOR_MIX)
+        views = [(base, placed.targets)]
+    # Measured once every poster is down: a later one may overlap an earlier one a little.
+    contrast = tuple(ink_contrast(views[-1][0], *pasted) for pasted in placed.labelled)
     ready = [(cv2.convertScaleAbs(v), t) for v, t in views]
     first, last = n_frames // 4, 3 * n_frames // 4
     drift = np.cumsum(rng.normal(0, 0.6, (n_frames, 3)), axis=0) / np.sqrt(fps / 30.0)
@@ -678,4 +680,4 @@ def make_clip(
         frames.append(np.asarray(cv2.add(frame, noise, dtype=cv2.CV_8U), np.uint8))
         moved = [cv2.transform(c[None], move)[0] for c in corner_sets]
         boxes.append(_clip_boxes(moved, width, height))
-    return Clip(frames, boxes, tuple(contrast))
+    return Clip(frames, boxes, contrast)

@@ -278,7 +278,8 @@ def _first_fu_contrast(low_contrast_share: float) -> list[float]:
     for seed in range(30):
         rng = np.random.default_rng(seed)
         canvas = scenes._background(rng, "eval", 320, 240)
-        contrast.append(scenes._place_posters(rng, canvas, "eval", "fu", options).contrast[0])
+        placed = scenes._place_posters(rng, canvas, "eval", "fu", options)
+        contrast.append(scenes.ink_contrast(canvas, *placed.labelled[0]))
     return contrast
 
 
