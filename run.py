@@ -16,6 +16,7 @@ from clients.loadtest import add_arguments as loadtest_arguments
 from clients.replay import add_arguments as replay_arguments
 from clients.ws_client import add_arguments as client_arguments
 from detectors.objects.cli import add_arguments as targets_arguments
+from detectors.synth.scenes import add_scene_arguments, scene_options
 from stream.admission import ServerConfig
 
 OWN_PARSERS = {
@@ -160,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FIELD=VALUE",
         help="repeatable: an override of the balanced preset, e.g. confirm=false",
     )
+    add_scene_arguments(eval_hw, clips=True)
 
     args, rest = parser.parse_known_args(argv)
     if args.command in OWN_PARSERS:
@@ -242,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             args.realtime,
             args.tier,
             args.voting,
+            scene_options(args),
         )
     parser.error(f"unknown command {args.command}")
     return 2

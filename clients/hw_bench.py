@@ -18,7 +18,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +30,9 @@ from stream.pipelines import Pipelines, SessionOptions
 from stream.session import Message
 from voting.evaluate import parse_fields
 from voting.presets import make_voter
+
+if TYPE_CHECKING:  # the generator is imported where clips are made (it renders with OpenCV)
+    from detectors.synth.scenes import SceneOptions
 
 MATCH_IOU = 0.3
 """A ``recognized`` event is correct when its box overlaps a true 福 box of its frame this much."""
@@ -166,15 +169,18 @@ class EvalClip:
         return None
 
 
-def synth_clips(count: int, n_frames: int, fps: float, seed: int) -> list[EvalClip]:
-    """``count`` clips with 福 in view in their middle half and ``count`` with look-alikes only."""
-    from detectors.synth.scenes import make_clip
+def synth_clips(
+    count: int, n_frames: int, fps: float, seed: int, scene: SceneOptions | None = None
+) -> list[EvalClip]:
+    """``count`` clips with 福 in view in their middle half and ``count`` with look-alikes only,
+    their posters changed by ``scene`` (``None``: the generator's own mix)."""
+    from detectors.synth.scenes import GENERATOR_MIX, make_clip
 
     clips = []
     for i in range(count):
         for content in ("mixed", "negative"):
             s = seed + 1 + i + (0 if content == "mixed" else 10_000)
-            clip = make_clip(s, n_frames, fps, 640, 480, content=content)
+            clip = make_clip(s, n_frames, fps, 640, 480, content, scene or GENERATOR_MIX)
             clips.append(EvalClip(f"{content}{s}", clip.frames, clip.boxes, fps))
     return clips
 
@@ -495,8 +501,10 @@ def eval_hw_main(
     realtime: bool,
     tier: str | None = None,
     voting: Sequence[str] = (),
+    scene: SceneOptions | None = None,
 ) -> int:
-    """``voting``: ``field=value`` overrides of the ``balanced`` preset, e.g. ``confirm=false``."""
+    """``voting``: ``field=value`` overrides of the ``balanced`` preset, e.g. ``confirm=false``;
+    ``scene``: the clips' posters (``None``: the generator's own mix)."""
     unknown = [p for p in profiles if p not in PROFILES]
     if unknown:
         print(f"eval-hw: unknown profile(s) {unknown}; known: {sorted(PROFILES)}")
@@ -510,10 +518,12 @@ def eval_hw_main(
     logging.getLogger("stream.session").setLevel(logging.ERROR)
     pipelines = Pipelines.from_models()
     try:
-        made = synth_clips(clips, frames, fps, seed)
+        made = synth_clips(clips, frames, fps, seed, scene)
+        changes = "" if scene is None else scene.changes()
         print(
             f"{len(made)} clips ({clips} with 福 in view mid-clip, {clips} look-alikes only), "
             f"{frames} frames at {fps:g} fps, 640x480, seed {seed}; fast mode"
+            + (f"; scenes {changes}" if changes else "")
             + (f"; tier {tier} forced" if tier else "")
             + (f"; voting {', '.join(voting)}" if voting else "")
             + "\n"

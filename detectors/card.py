@@ -54,6 +54,12 @@ class ZoomSpec:
     the candidate keeps its best score. The network's verdict on a glyph changes with the
     scale it sees it at, and a large candidate that ``fill`` and ``min_zoom`` leave without
     a close-up gets one at a larger share. ``None``: only ``fill``."""
+    out_fill: float | None = None
+    """A candidate too large for any close-up is seen again zoomed out: the frame shrunk
+    into a border of the input's pad value, the box spanning this share of the view, if
+    that shrinks the frame at least ``min_zoom`` times. The network learned 福 up to 0.75
+    of the short side and scores one that fills the screen low. ``None``: the first look
+    stands for such candidates."""
 
     @property
     def fills(self) -> tuple[float, ...]:
@@ -131,17 +137,19 @@ def _zoom_spec(raw: dict[str, Any] | None) -> ZoomSpec | None:
         min_zoom=None if raw.get("min_zoom") is None else float(raw["min_zoom"]),
         turned_min=None if raw.get("turned_min") is None else float(raw["turned_min"]),
         extra_fills=None if raw.get("extra_fills") is None else _fills(raw["extra_fills"]),
+        out_fill=None if raw.get("out_fill") is None else float(raw["out_fill"]),
     )
     if not (
         all(0 < fill < 1 for fill in spec.fills)
+        and (spec.out_fill is None or 0 < spec.out_fill < 1)
         and 0 <= spec.candidates <= 1
         and spec.max_candidates > 0
         and (spec.min_zoom is None or spec.min_zoom >= 1)
         and (spec.turned_min is None or 0 <= spec.turned_min <= 1)
     ):
         raise ValueError(
-            "zoom: want 0 < fill < 1 (and extra_fills), 0 <= candidates <= 1, max_candidates >= 1, "
-            f"min_zoom >= 1, 0 <= turned_min <= 1: {raw}"
+            "zoom: want 0 < fill < 1 (and extra_fills, out_fill), 0 <= candidates <= 1, "
+            f"max_candidates >= 1, min_zoom >= 1, 0 <= turned_min <= 1: {raw}"
         )
     return spec
 

@@ -11,7 +11,8 @@ which it spans ``fill`` of the side (:func:`zoom_region`). Look-alikes that the
 whole-frame view scores high for seconds mostly fall apart at that scale.
 With ``extra_fills`` a candidate is also scored at other shares of the crop and
 keeps its best close-up: the network's verdict moves with the scale it sees a
-glyph at.
+glyph at. With ``out_fill`` a candidate too large for any close-up (a 福 filling
+the screen, larger than any the network learned) is seen zoomed out instead.
 """
 
 from __future__ import annotations
@@ -183,8 +184,73 @@ def zoom_region(
     return round(x0), round(y0), round(x0 + crop_w), round(y0 + crop_h)
 
 
+def zoom_out_region(
+    box: Box, width: int, height: int, fill: float, aspect: float, min_zoom: float = 1.0
+) -> Region | None:
+    """The zoomed-out view ``(x0, y0, x1, y1)`` of a candidate ``box`` too large for a close-up.
+
+    Like :func:`zoom_region`'s crop it has the network input's ``aspect`` and
+    the box spans ``fill`` of it, but it is centred on the box and larger than
+    the frame, reaching past its edges (:func:`view` pads there). ``None``
+    unless it shrinks the frame at least ``min_zoom`` times.
+    """
+    crop_h = max(box[3] - box[1], (box[2] - box[0]) / aspect) / fill
+    crop_w = crop_h * aspect
+    if crop_w < min_zoom * width or crop_h < min_zoom * height:
+        return None
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return (
+        round(cx - crop_w / 2),
+        round(cy - crop_h / 2),
+        round(cx + crop_w / 2),
+        round(cy + crop_h / 2),
+    )
+
+
+def view(image: ImageBGR, region: Region, pad_value: int, scale: float = 1.0) -> ImageBGR:
+    """``image``'s pixels in ``region``, resized by ``scale``; where the region reaches past
+    the frame, ``pad_value`` grey."""
+    height, width = image.shape[:2]
+    x0, y0, x1, y1 = region
+    inside = image[max(y0, 0) : min(y1, height), max(x0, 0) : min(x1, width)]
+    if scale != 1.0:
+        resized = cv2.resize(inside, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        inside = np.asarray(resized, np.uint8)
+    if x0 >= 0 and y0 >= 0 and x1 <= width and y1 <= height:
+        return inside
+    top, bottom, left, right = (round(b * scale) for b in (-y0, y1 - height, -x0, x1 - width))
+    padded = cv2.copyMakeBorder(
+        inside,
+        max(top, 0),
+        max(bottom, 0),
+        max(left, 0),
+        max(right, 0),
+        cv2.BORDER_CONSTANT,
+        value=(pad_value,) * 3,
+    )
+    return np.asarray(padded, np.uint8)
+
+
 def _shifted(box: Box, dx: float, dy: float) -> Box:
     return (box[0] + dx, box[1] + dy, box[2] + dx, box[3] + dy)
+
+
+def _scaled(box: Box, scale: float) -> Box:
+    return (box[0] * scale, box[1] * scale, box[2] * scale, box[3] * scale)
+
+
+def _turned(box: Box, width: int, height: int) -> Box:
+    """``box`` in a ``width x height`` image turned upside down (its own inverse)."""
+    return (width - box[2], height - box[3], width - box[0], height - box[1])
+
+
+def _inside(box: Box, width: int, height: int) -> Box:
+    return (
+        min(max(box[0], 0.0), width),
+        min(max(box[1], 0.0), height),
+        min(max(box[2], 0.0), width),
+        min(max(box[3], 0.0), height),
+    )
 
 
 class Network:
@@ -332,28 +398,48 @@ class OnnxDetector:
         The model is taught 福 both ways up (倒福), so a real one reads as 福
         turned too, while a look-alike it mistakes for 福 one way up seldom does
         the other way. The close-up is the second look's crop whatever
-        ``zoom.min_zoom`` (the whole frame when that crop would hold it).
+        ``zoom.min_zoom`` (when that crop would hold the whole frame: the zoomed-out view
+        if the card has one for the detection, else the whole frame).
         """
         zoom = self.card.zoom or ZoomSpec()
         height, width = image.shape[:2]
-        region = self.close_up_region(image, detection, dataclasses.replace(zoom, min_zoom=None))
-        x0, y0, x1, y1 = region or (0, 0, width, height)
-        crop = np.ascontiguousarray(image[y0:y1, x0:x1][::-1, ::-1])
-        bx0, by0, bx1, by1 = _shifted(detection.box, -x0, -y0)
-        turned = (x1 - x0 - bx1, y1 - y0 - by1, x1 - x0 - bx0, y1 - y0 - by0)
-        matches = self._close_up_matches(crop, detection.label, turned, floor)
+        region = (
+            self.close_up_region(image, detection, dataclasses.replace(zoom, min_zoom=None))
+            or self.zoomed_out_region(image, detection, zoom)
+            or (0, 0, width, height)
+        )
+        matches = self._close_up_matches(image, region, detection, floor, turned=True)
         return matches[0].score if matches else 0.0
 
     def _close_up_matches(
-        self, crop: ImageBGR, label: str, box: Box, min_score: float
+        self,
+        image: ImageBGR,
+        region: Region,
+        candidate: Detection,
+        min_score: float,
+        turned: bool = False,
     ) -> list[Detection]:
-        """The close-up network's detections of ``label`` in ``crop`` that overlap ``box``
-        (crop pixels), best first."""
-        return [
-            d
-            for d in self.look(crop, min_score, self.close_up)
-            if d.label == label and iou(d.box, box) >= ZOOM_MATCH_IOU
-        ]
+        """The close-up network's detections of ``candidate``'s label on ``region`` of
+        ``image`` (turned upside down if asked) that overlap the candidate, best first, with
+        their boxes in frame pixels."""
+        height, width = image.shape[:2]
+        x0, y0, x1, y1 = region
+        past = x0 < 0 or y0 < 0 or x1 > width or y1 > height
+        # A zoomed-out view is larger than the frame: shrunk to the input before it is padded.
+        scale = min(1.0, self.close_up.spec.height / (y1 - y0)) if past else 1.0
+        crop = view(image, region, self.card.input.pad_value, scale)
+        crop_h, crop_w = crop.shape[:2]
+        near = _scaled(_shifted(candidate.box, -x0, -y0), scale)
+        if turned:
+            crop = np.ascontiguousarray(crop[::-1, ::-1])
+            near = _turned(near, crop_w, crop_h)
+        matches = []
+        for d in self.look(crop, min_score, self.close_up):
+            if d.label == candidate.label and iou(d.box, near) >= ZOOM_MATCH_IOU:
+                box = _turned(d.box, crop_w, crop_h) if turned else d.box
+                box = _inside(_shifted(_scaled(box, 1 / scale), x0, y0), width, height)
+                matches.append(Detection(d.label, d.score, box))
+        return matches
 
     def close_up_region(
         self, image: ImageBGR, candidate: Detection, zoom: ZoomSpec, fill: float | None = None
@@ -367,13 +453,29 @@ class OnnxDetector:
         share = zoom.fill if fill is None else fill
         return zoom_region(candidate.box, width, height, share, aspect, min_zoom)
 
+    def zoomed_out_region(
+        self, image: ImageBGR, candidate: Detection, zoom: ZoomSpec
+    ) -> Region | None:
+        """:func:`zoom_out_region` of ``candidate`` at ``zoom.out_fill``; ``None`` without one."""
+        if zoom.out_fill is None:
+            return None
+        height, width = image.shape[:2]
+        spec = self.close_up.spec
+        min_zoom = 1.0 if zoom.min_zoom is None else zoom.min_zoom
+        return zoom_out_region(
+            candidate.box, width, height, zoom.out_fill, spec.width / spec.height, min_zoom
+        )
+
     def close_up_regions(
         self, image: ImageBGR, candidate: Detection, zoom: ZoomSpec
     ) -> list[Region]:
         """The close-ups of ``candidate``, one per share in ``zoom.fills`` that magnifies
-        the frame enough (:meth:`close_up_region`)."""
+        the frame enough (:meth:`close_up_region`); if none does, its zoomed-out view
+        where the card has one (:meth:`zoomed_out_region`)."""
         regions = (self.close_up_region(image, candidate, zoom, fill) for fill in zoom.fills)
-        return [region for region in regions if region is not None]
+        close_ups = [region for region in regions if region is not None]
+        zoomed_out = None if close_ups else self.zoomed_out_region(image, candidate, zoom)
+        return close_ups if zoomed_out is None else [zoomed_out]
 
     def second_look(
         self, image: ImageBGR, candidate: Detection, regions: Sequence[Region]
@@ -382,20 +484,18 @@ class OnnxDetector:
         the best close-up's detection.
 
         ``None`` if no close-up confirms it. The close-up's box replaces the
-        first one: it was seen with more pixels. Without a region (every
-        close-up would magnify the frame less than the card's ``min_zoom``) the
-        first look stands.
+        first one: it was seen with more pixels (or, zoomed out, at a scale the
+        network knows). Without a region (every close-up would magnify the
+        frame less than the card's ``min_zoom``, and no zoomed-out view applies)
+        the first look stands.
         """
         if not regions:
             return candidate if candidate.score >= self.threshold else None
         confirmed = []
-        for x0, y0, x1, y1 in regions:
-            near = _shifted(candidate.box, -x0, -y0)  # in crop pixels
-            crop = image[y0:y1, x0:x1]
-            matches = self._close_up_matches(crop, candidate.label, near, self.threshold)
+        for region in regions:
+            matches = self._close_up_matches(image, region, candidate, self.threshold)
             if matches:  # best first
-                best = matches[0]
-                confirmed.append(Detection(best.label, best.score, _shifted(best.box, x0, y0)))
+                confirmed.append(matches[0])
         return max(confirmed, key=lambda d: d.score, default=None)
 
 

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +51,9 @@ from voting.presets import BASELINE, PRESETS, make_config, make_voter
 from voting.rendered import DEFAULT_CACHE, ClipSpec, render_missing
 from voting.simulate import BASE_FPS, FRAME_H, FRAME_W, FU, Clip, NoiseModel, make_sim_clip
 from voting.tracker import IouTracker
+
+if TYPE_CHECKING:  # the generator is imported where clips are rendered (it needs OpenCV)
+    from detectors.synth.scenes import SceneOptions
 
 MATCH_IOU = 0.3
 LLR_CAP = 3.0
@@ -512,8 +515,11 @@ def sim_source(noise: NoiseModel) -> tuple[ClipSource, float]:
     return (lambda kind, seed: make_sim_clip(seed, kind, noise)), SIM_NEGATIVE_SECONDS
 
 
-def synth_source(card: ModelCard, seconds: float, cache: Path | None) -> ClipSource:
-    """Rendered clips (:mod:`detectors.synth`) through the model of ``card``."""
+def synth_source(
+    card: ModelCard, seconds: float, cache: Path | None, options: SceneOptions | None = None
+) -> ClipSource:
+    """Rendered clips (:mod:`detectors.synth`, posters changed by ``options``) through the
+    model of ``card``."""
     from detectors.onnx_detector import OnnxDetector
     from voting.rendered import detected_clip, synth_cache_name
 
@@ -524,8 +530,8 @@ def synth_source(card: ModelCard, seconds: float, cache: Path | None) -> ClipSou
             loaded.append(OnnxDetector(card))
         return loaded[0]
 
-    name = synth_cache_name(card)
-    return lambda kind, seed: detected_clip(detector, name, seed, kind, seconds, cache)
+    name = synth_cache_name(card, options)
+    return lambda kind, seed: detected_clip(detector, name, seed, kind, seconds, cache, options)
 
 
 def parse_noise(spec: str) -> NoiseModel:
@@ -697,32 +703,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     synth.add_argument(
         "--jobs", type=int, default=1, help="processes that render clips missing from the cache"
     )
+    from detectors.synth.scenes import add_scene_arguments, scene_options
+
+    add_scene_arguments(parser, clips=True)  # for --source synth
     args = parser.parse_args(argv)
     try:
         rates = [float(v) for v in args.fps.split(",")]
         parse_voters(args.voters, {})
         noise = parse_noise(args.noise)
+        options = scene_options(args)
     except ValueError as exc:
         parser.error(str(exc))
     card_threshold = None  # the noise model has no card
     card = None
     cache = Path(args.cache) if args.cache else None
+    changes = options.changes()
     if args.source == "sim":
+        if changes:
+            parser.error("the scene options (--glyph-fill, ...) are for --source synth")
         source, length = sim_source(noise)
         described = f"simulated detector (voting.simulate.NoiseModel({args.noise}))"
     else:
         card = find_card(args.tier, args.precision, args.models_dir)
-        source = synth_source(card, args.seconds, cache)
+        source = synth_source(card, args.seconds, cache, options)
         length = args.seconds
         card_threshold = card.threshold
         described = (
-            f"rendered clips (detectors.synth) through model {args.tier}-{args.precision} "
-            f"(threshold {card_threshold:g})"
+            f"rendered clips (detectors.synth{f', {changes}' if changes else ''}) through model "
+            f"{args.tier}-{args.precision} (threshold {card_threshold:g})"
         )
 
     def prefetch(specs: Sequence[ClipSpec]) -> None:  # rendered clips, in parallel if asked
         if card is not None and cache is not None and args.jobs > 1:
-            render_missing(card, specs, args.seconds, cache, args.jobs)
+            render_missing(card, specs, args.seconds, cache, args.jobs, options)
 
     overrides: dict[str, Any] = {}
     detector_threshold = card_threshold if args.score_model == "card" else None

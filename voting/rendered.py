@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +30,9 @@ from detectors.card import ModelCard, read_card
 from detectors.core import Box, ConfirmingDetector, Detection, Detections, Detector, iou
 from detectors.shared_weights import model_files
 from voting.simulate import BASE_FPS, FRAME_H, FRAME_W, FU, Clip, ClipCheck, GroundTruthObject
+
+if TYPE_CHECKING:  # imported where clips are made: the generator renders with OpenCV
+    from detectors.synth.scenes import SceneOptions
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fuscan/voting"
 LINK_IOU = 0.3
@@ -92,13 +95,16 @@ def _set_fields(fields: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in fields.items() if value is not None}
 
 
-def synth_cache_name(card: ModelCard) -> str:
-    """The cache folder for rendered clips through ``card``'s model with today's generator."""
+def synth_cache_name(card: ModelCard, options: SceneOptions | None = None) -> str:
+    """The cache folder for rendered clips through ``card``'s model with today's generator,
+    its posters changed by ``options`` (``None``: the generator's own mix)."""
     runtime = f"onnxruntime {importlib.metadata.version('onnxruntime')}"
-    return (
-        f"{card.tier}-{card.precision}-"
-        f"{detector_fingerprint(card, runtime)}-{generator_fingerprint()}"
-    )
+    name = f"{card.tier}-{card.precision}-{detector_fingerprint(card, runtime)}"
+    name += f"-{generator_fingerprint()}"
+    if options is None or options == type(options)():  # the mix keeps its older caches
+        return name
+    fields = json.dumps(asdict(options), sort_keys=True).encode()
+    return f"{name}-scenes-{hashlib.sha256(fields).hexdigest()[:8]}"
 
 
 def detected_clip(
@@ -108,13 +114,16 @@ def detected_clip(
     content: str,
     seconds: float,
     cache: Path | None,
+    options: SceneOptions | None = None,
 ) -> Clip:
-    """The clip ``make_clip(seed, ..., content=content)`` with a detector's output on each frame.
+    """The clip ``make_clip(seed, ..., content=content, options=options)`` with a detector's
+    output on each frame (``options`` ``None``: the generator's own mix).
 
     ``detector`` is called for the detector only if the clip is not cached
     yet; ``name`` is the cache folder of that detector and generator version
     (e.g. ``"l-int8-<detector fingerprint>-<generator fingerprint>"``: see
-    :func:`synth_cache_name`). With ``cache=None`` nothing is read or written.
+    :func:`synth_cache_name`, which names ``options`` too). With ``cache=None``
+    nothing is read or written.
     """
     n_frames = round(seconds * BASE_FPS)
     path = None if cache is None else clip_path(cache, name, content, seed, n_frames)
@@ -122,7 +131,7 @@ def detected_clip(
         with np.load(path) as saved:
             arrays = {key: saved[key] for key in saved.files}
     else:
-        arrays = _detect(detector(), seed, content, n_frames)
+        arrays = _detect(detector(), seed, content, n_frames, options)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             named: dict[str, Any] = dict(arrays)  # keyword names, none of them numpy's own
@@ -142,21 +151,27 @@ _worker_detector: list[Detector] = []  # each pool process loads its detector on
 
 
 def render_missing(
-    card: ModelCard, specs: Sequence[ClipSpec], seconds: float, cache: Path, jobs: int
+    card: ModelCard,
+    specs: Sequence[ClipSpec],
+    seconds: float,
+    cache: Path,
+    jobs: int,
+    options: SceneOptions | None = None,
 ) -> int:
-    """Render and detect, in ``jobs`` processes, the clips of ``specs`` not cached yet.
+    """Render and detect, in ``jobs`` processes, the clips of ``specs`` (posters changed by
+    ``options``) not cached yet.
 
     Returns how many were made. Rendering is the slow part of a rendered-clip
     evaluation (about a second a clip a core), so this is what spreads it over cores.
     """
     from tqdm import tqdm
 
-    name = synth_cache_name(card)
+    name = synth_cache_name(card, options)
     n_frames = round(seconds * BASE_FPS)
     missing = [(k, s) for k, s in specs if not clip_path(cache, name, k, s, n_frames).exists()]
     if not missing:
         return 0
-    work = [(name, kind, seed, seconds, cache) for kind, seed in missing]
+    work = [(name, kind, seed, seconds, cache, options) for kind, seed in missing]
     with ProcessPoolExecutor(jobs, initializer=_load_worker, initargs=(card.path,)) as pool:
         done = pool.map(_render_one, work, chunksize=4)
         for _ in tqdm(done, total=len(work), desc=f"rendering {card.tier}-{card.precision}"):
@@ -170,19 +185,19 @@ def _load_worker(card_path: Path) -> None:
     _worker_detector.append(OnnxDetector(read_card(card_path)))
 
 
-def _render_one(work: tuple[str, str, int, float, Path]) -> None:
-    name, kind, seed, seconds, cache = work
-    detected_clip(lambda: _worker_detector[0], name, seed, kind, seconds, cache)
+def _render_one(work: tuple[str, str, int, float, Path, SceneOptions | None]) -> None:
+    name, kind, seed, seconds, cache, options = work
+    detected_clip(lambda: _worker_detector[0], name, seed, kind, seconds, cache, options)
 
 
 def _detect(
-    detector: Detector, seed: int, content: str, n_frames: int
+    detector: Detector, seed: int, content: str, n_frames: int, options: SceneOptions | None
 ) -> dict[str, npt.NDArray[np.generic]]:
     # Imported when needed (it renders with OpenCV), and typed loosely: the generator's
     # (n_frames x image, n_frames x boxes, contrast per 福) result is all we rely on.
     scenes = importlib.import_module("detectors.synth.scenes")
     frames, truth, contrast = scenes.make_clip(
-        seed, n_frames, BASE_FPS, FRAME_W, FRAME_H, content=content
+        seed, n_frames, BASE_FPS, FRAME_W, FRAME_H, content, options or scenes.GENERATOR_MIX
     )
     det_rows: list[tuple[float, ...]] = []
     labels: list[str] = []

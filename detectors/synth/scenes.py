@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Literal, NamedTuple
 
 import cv2
@@ -56,6 +56,8 @@ CONTENT_MIX = (("fu", 0.55), ("negative", 0.3), ("empty", 0.15))
 """How often ``content="mixed"`` scenes hold 福, only look-alikes, or no poster at all."""
 UPSIDE_DOWN_SHARE = 0.3
 """How often a character is printed upside down (倒福, and look-alikes the same)."""
+GLYPH_FILL = (0.1, 0.75)
+"""The range of a character's side as a share of the scene's short side (drawn log-uniform)."""
 CONTRAST_MIN_WINDOW = 7
 """Pixels: the least width of the neighbourhood in which :func:`ink_contrast` compares a
 stroke with its surroundings (about a stroke's width on the smallest 福)."""
@@ -111,12 +113,30 @@ class SceneOptions:
     low_contrast_share: float = 0.0
     """The share of bare-ink characters (福 and look-alikes alike) recoloured toward the
     scene under them, keeping 30-80 % of the colour difference (:func:`_faded`)."""
+    glyph_fill: tuple[float, float] = GLYPH_FILL
+    """The range of a character's side as a share of the scene's short side; above 0.75 it
+    fills the screen the way people hold a phone to scan one."""
+    aimed: bool = False
+    """The scene's first poster (a 福 where there is one) goes in its middle, where a person
+    scanning aims the camera, instead of anywhere."""
 
     def __post_init__(self) -> None:
         for name in ("bare_ink_share", "upside_down_share", "low_contrast_share"):
             share = getattr(self, name)
             if share is not None and not 0.0 <= share <= 1.0:
                 raise ValueError(f"{name} must be within 0..1, got {share}")
+        low, high = self.glyph_fill
+        if not 0.0 < low <= high <= 1.0:
+            raise ValueError(f"glyph_fill must be 0 < low <= high <= 1, got {self.glyph_fill}")
+
+    def changes(self) -> str:
+        """The fields set away from the generator's own mix, ``name=value`` comma-separated."""
+        mix = SceneOptions()
+        return ", ".join(
+            f"{f.name}={getattr(self, f.name)}"
+            for f in fields(self)
+            if getattr(self, f.name) != getattr(mix, f.name)
+        )
 
     def style_p(self) -> tuple[float, ...]:
         """Probabilities of ``_STYLES``."""
@@ -132,14 +152,16 @@ class SceneOptions:
 GENERATOR_MIX = SceneOptions()
 
 
-def add_scene_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of :class:`SceneOptions`, for the commands that generate scenes."""
-    parser.add_argument(
-        "--cut-look-alikes",
-        action="store_true",
-        help="look-alikes cut by the frame edge; a 福 cut so far that it could be one of them "
-        "(its radical or a quarter of its ink out of frame) is ignored, not labelled",
-    )
+def add_scene_arguments(parser: argparse.ArgumentParser, clips: bool = False) -> None:
+    """The flags of :class:`SceneOptions`, for the commands that generate scenes; for
+    ``clips`` (:func:`make_clip`, which labels every 福) all but ``--cut-look-alikes``."""
+    if not clips:
+        parser.add_argument(
+            "--cut-look-alikes",
+            action="store_true",
+            help="look-alikes cut by the frame edge; a 福 cut so far that it could be one of "
+            "them (its radical or a quarter of its ink out of frame) is ignored, not labelled",
+        )
     parser.add_argument(
         "--bare-ink-share",
         type=_share,
@@ -158,13 +180,44 @@ def add_scene_arguments(parser: argparse.ArgumentParser) -> None:
         default=UPSIDE_DOWN_SHARE,
         help="share of characters printed upside down (default %(default)s)",
     )
+    parser.add_argument(
+        "--glyph-fill",
+        type=_fill_range,
+        default=GLYPH_FILL,
+        metavar="LOW:HIGH",
+        help="range of a character's side as a share of the scene's short side, e.g. 0.6:0.9 "
+        f"for a 福 filling the screen (default {GLYPH_FILL[0]}:{GLYPH_FILL[1]})",
+    )
+    parser.add_argument(
+        "--aimed",
+        action="store_true",
+        help="the first poster (a 福 where there is one) in the middle of the scene, where a "
+        "person scanning aims the camera",
+    )
 
 
 def scene_options(args: argparse.Namespace) -> SceneOptions:
     """The options that :func:`add_scene_arguments`'s flags parsed to."""
     return SceneOptions(
-        args.cut_look_alikes, args.bare_ink_share, args.upside_down_share, args.low_contrast_share
+        getattr(args, "cut_look_alikes", False),
+        args.bare_ink_share,
+        args.upside_down_share,
+        args.low_contrast_share,
+        args.glyph_fill,
+        args.aimed,
     )
+
+
+def _fill_range(text: str) -> tuple[float, float]:
+    """An argparse type: ``LOW:HIGH`` shares with 0 < LOW <= HIGH <= 1."""
+    low, _, high = text.partition(":")
+    try:
+        fill = (float(low), float(high))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"want LOW:HIGH, got {text!r}") from None
+    if not 0.0 < fill[0] <= fill[1] <= 1.0:
+        raise argparse.ArgumentTypeError(f"want 0 < LOW <= HIGH <= 1, got {text!r}")
+    return fill
 
 
 def _share(text: str) -> float:
@@ -262,13 +315,18 @@ def _make_poster(
 
 
 def _placement(
-    rng: Rng, side: int, width: int, height: int, centred: bool = False
+    rng: Rng, side: int, width: int, height: int, centred: bool = False, aimed: bool = False
 ) -> npt.NDArray[np.float32]:
-    """Where a poster's corners land in the scene: rotated, tilted in perspective, maybe cut off."""
+    """Where a poster's corners land in the scene: rotated, tilted in perspective, maybe cut off;
+    ``centred`` well inside the scene, ``aimed`` within a tenth of its size of its middle."""
     angle = rng.normal(0, 0.12) if rng.random() < 0.85 else rng.uniform(-0.7, 0.7)
-    slack = -0.3 * min(width, height) if centred else 0.25 * side
-    cx = rng.uniform(-slack, width + slack)
-    cy = rng.uniform(-slack, height + slack)
+    if aimed:
+        cx = width * (0.5 + rng.uniform(-0.1, 0.1))
+        cy = height * (0.5 + rng.uniform(-0.1, 0.1))
+    else:
+        slack = -0.3 * min(width, height) if centred else 0.25 * side
+        cx = rng.uniform(-slack, width + slack)
+        cy = rng.uniform(-slack, height + slack)
     half = side / 2
     square = np.array([[-half, -half], [half, -half], [half, half], [-half, half]])
     rot = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
@@ -543,15 +601,17 @@ def _place_posters(
     for is_target in kinds:
         pool = glyphs.target if is_target else glyphs.negatives
         mask = pool[rng.integers(len(pool))]
-        glyph_side = max(12, round(scale * np.exp(rng.uniform(np.log(0.1), np.log(0.75)))))
+        low, high = options.glyph_fill
+        glyph_side = max(12, round(scale * np.exp(rng.uniform(np.log(low), np.log(high)))))
         poster = _make_poster(rng, mask, glyph_side, options)
         for attempt in range(_PLACEMENT_TRIES):
             # A 福 that found no free spot goes in the middle: "fu" scenes always hold one.
             last_chance = is_target and not targets and attempt == _PLACEMENT_TRIES - 1
-            corners = _placement(rng, poster.alpha.shape[0], width, height, last_chance)
+            aimed = options.aimed and not taken
+            corners = _placement(rng, poster.alpha.shape[0], width, height, last_chance, aimed)
             ink = _in_scene(poster, corners, _box_corners(poster.ink_box))
             box = _box_of(corners)
-            free = last_chance or all(_overlap(box, other) < 0.15 for other in taken)
+            free = last_chance or aimed or all(_overlap(box, other) < 0.15 for other in taken)
             least = CUT_MIN_VISIBLE if options.cut_look_alikes and not is_target else MIN_VISIBLE
             visible = _visible_fraction(_box_of(ink), width, height)
             if free and visible >= least:
@@ -636,6 +696,7 @@ def make_clip(
     width: int = 640,
     height: int = 480,
     content: Content = "fu",
+    options: SceneOptions = GENERATOR_MIX,
 ) -> Clip:
     """A short hand-held camera video of one scene, with the 福 boxes of every frame.
 
@@ -645,8 +706,16 @@ def make_clip(
     half of the clip (frames ``n_frames // 4`` to ``3 * n_frames // 4 - 1``)
     and look-alike posters before and after. Boxes are ``N x 4`` float32 arrays.
 
+    ``options`` change what the posters are (:class:`SceneOptions`); a clip labels
+    every 福, so ``cut_look_alikes`` is refused.
+
     Fast (about 10 ms a 640x480 frame) and deterministic by ``seed``.
+
+    Raises:
+        ValueError: ``options.cut_look_alikes`` is set.
     """
+    if options.cut_look_alikes:
+        raise ValueError("clips label every 福 they show: cut_look_alikes is for still scenes")
     rng = np.random.default_rng(seed)
     margin = 0.06
     big_w, big_h = round(width * (1 + 2 * margin)), round(height * (1 + 2 * margin))
@@ -655,12 +724,12 @@ def make_clip(
     _clutter(rng, base, int(rng.integers(0, 4)))
     if content == "mixed":
         with_fu = base.copy()
-        placed = _place_posters(rng, with_fu, split, "fu", GENERATOR_MIX)
+        placed = _place_posters(rng, with_fu, split, "fu", options)
         without = base.copy()
-        _place_posters(rng, without, split, "negative", GENERATOR_MIX)
+        _place_posters(rng, without, split, "negative", options)
         views = [(without, []), (with_fu, placed.targets)]
     else:
-        placed = _place_posters(rng, base, split, content, GENERATOR_MIX)
+        placed = _place_posters(rng, base, split, content, options)
         views = [(base, placed.targets)]
     # Measured once every poster is down: a later one may overlap an earlier one a little.
     contrast = tuple(ink_contrast(views[-1][0], *pasted) for pasted in placed.labelled)

@@ -16,7 +16,9 @@ from clients.hw_bench import (
     parse_overrides,
     profile_rows,
     profiles_main,
+    synth_clips,
 )
+from detectors.synth.scenes import SceneOptions
 from hw_sim import DeviceProfile, ModelSpec
 from stream.pipelines import Pipelines
 
@@ -110,6 +112,13 @@ def test_a_tier_slower_than_the_camera_shows_its_latency_as_frame_interval(pipel
     assert row.profile == "low (l, fp32)"
     assert row.same_as_fast
     assert row.interval_p50 == pytest.approx(row.emulated_p50, rel=0.05)
+
+
+def test_synth_clips_follow_the_scene_options():
+    close = SceneOptions(glyph_fill=(0.7, 0.75), aimed=True)
+    (with_fu, _), (plain, _) = synth_clips(1, 4, 30.0, 3, close), synth_clips(1, 4, 30.0, 3)
+    assert with_fu.boxes[2][0][3] - with_fu.boxes[2][0][1] > 0.6 * 480  # mid-clip: the 福
+    assert plain.boxes[2][0][3] - plain.boxes[2][0][1] < 0.6 * 480
 
 
 def test_profile_rows_list_tier_and_latency_per_profile():

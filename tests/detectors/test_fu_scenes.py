@@ -1,8 +1,10 @@
 """The synthetic scene generator: deterministic by seed, labels that fit what was drawn."""
 
+import argparse
 from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from detectors.synth import scenes
@@ -289,3 +291,85 @@ def test_a_low_contrast_share_fades_bare_ink_toward_the_scene_under_it() -> None
     assert measured.sum() > 20
     assert (faded[measured] < plain[measured]).all()
     assert np.median(faded[measured] / plain[measured]) < 0.8
+
+
+@pytest.mark.parametrize("fill", [(0.0, 0.5), (0.5, 0.4), (0.5, 1.2), (-0.1, 0.3)])
+def test_scene_options_refuse_a_glyph_fill_outside_0_1_or_upside_down(
+    fill: tuple[float, float],
+) -> None:
+    with pytest.raises(ValueError, match="glyph_fill"):
+        SceneOptions(glyph_fill=fill)
+
+
+def _fu_heights(options: SceneOptions) -> list[float]:
+    """The ink box height, over the scene's short side, of each first 福 in 30 scenes."""
+    heights = []
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        canvas = scenes._background(rng, "eval", 320, 240)
+        placed = scenes._place_posters(rng, canvas, "eval", "fu", options)
+        ink = placed.targets[0]
+        heights.append(float(ink[:, 1].max() - ink[:, 1].min()) / 240)
+    return heights
+
+
+def test_the_glyph_fill_sets_the_range_of_character_sizes() -> None:
+    # the ink box of a glyph side s is at most s high (glyphs touch their square on the
+    # longer side); turned by up to 0.7 rad and tilted, up to about 1.45 s
+    default, large = _fu_heights(SceneOptions()), _fu_heights(SceneOptions(glyph_fill=(0.8, 0.9)))
+    assert min(default) < 0.3 and max(default) < 0.75 * 1.45
+    assert min(large) > 0.5 and max(large) < 0.9 * 1.45
+    assert np.median(large) > 2 * np.median(default)
+
+
+def _first_poster_centres(options: SceneOptions, content: str) -> npt.NDArray[np.float64]:
+    centres = []
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        canvas = scenes._background(rng, "eval", 320, 240)
+        placed = scenes._place_posters(rng, canvas, "eval", content, options)
+        ink = placed.targets[0] if content == "fu" else None
+        if ink is not None:
+            centres.append(ink.mean(axis=0) / (320, 240))
+    return np.array(centres)
+
+
+def test_an_aimed_fu_lands_near_the_middle_of_the_scene() -> None:
+    aimed = _first_poster_centres(SceneOptions(aimed=True), "fu")
+    anywhere = _first_poster_centres(SceneOptions(), "fu")
+    assert np.abs(aimed - 0.5).max() < 0.2  # a tenth of the scene, plus the poster's tilt
+    assert np.abs(anywhere - 0.5).max() > 0.3
+
+
+def test_a_clip_follows_its_scene_options_and_refuses_cut_look_alikes() -> None:
+    close = SceneOptions(glyph_fill=(0.7, 0.75), aimed=True)
+    clip = make_clip(3, n_frames=1, options=close)
+    (box,) = clip.boxes[0].tolist()
+    assert box[3] - box[1] > 0.6 * 480  # 0.7 of the camera's 1.12x scene, less the frame's cut
+    assert np.array_equal(make_clip(3, n_frames=1).frames[0], make_clip(3, 1).frames[0])
+    with pytest.raises(ValueError, match="cut_look_alikes"):
+        make_clip(3, n_frames=1, options=SceneOptions(cut_look_alikes=True))
+
+
+@pytest.mark.parametrize(
+    ("argv", "options"),
+    [
+        ([], SceneOptions()),
+        (["--glyph-fill", "0.6:0.9", "--aimed"], SceneOptions(glyph_fill=(0.6, 0.9), aimed=True)),
+        (["--bare-ink-share", "1"], SceneOptions(bare_ink_share=1.0)),
+    ],
+)
+def test_scene_flags_parse_to_options(argv: list[str], options: SceneOptions) -> None:
+    parser = argparse.ArgumentParser()
+    scenes.add_scene_arguments(parser, clips=True)
+    assert scenes.scene_options(parser.parse_args(argv)) == options
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--cut-look-alikes"])  # clips label every 福
+
+
+@pytest.mark.parametrize("text", ["0.6", "0.9:0.6", "0:0.5", "a:b", "0.5:1.5"])
+def test_a_bad_glyph_fill_flag_is_refused(text: str) -> None:
+    parser = argparse.ArgumentParser()
+    scenes.add_scene_arguments(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--glyph-fill", text])

@@ -8,8 +8,8 @@ import pytest
 
 from detectors.card import ModelCard, ModelCardError, ZoomSpec, find_card, read_card
 from detectors.core import Detection, Detections, iou
-from detectors.onnx_detector import OnnxDetector, suppress, zoom_region
-from detectors.synth.scenes import make_clip
+from detectors.onnx_detector import OnnxDetector, suppress, view, zoom_out_region, zoom_region
+from detectors.synth.scenes import SceneOptions, make_clip
 
 ASPECT = 4 / 3
 
@@ -268,6 +268,8 @@ def test_without_zoom_the_detector_reports_the_first_look() -> None:
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "extra_fills": [0]},
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "extra_fills": []},
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "extra_fills": 0.6},
+        {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "out_fill": 0},
+        {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "out_fill": 1.5},
     ],
 )
 def test_bad_zoom_specs_are_refused(tmp_path, zoom) -> None:  # type: ignore[no-untyped-def]
@@ -308,3 +310,78 @@ def test_a_card_reads_the_close_up_size(tmp_path) -> None:  # type: ignore[no-un
     path = tmp_path / "fu_l.int8.json"
     path.write_text(json.dumps(raw | {"zoom": zoom}), encoding="utf-8")
     assert read_card(path).zoom == ZoomSpec(0.4, 0.3, 6, (160, 120))
+
+
+@pytest.mark.parametrize(
+    ("box", "fill", "min_zoom", "region"),
+    [
+        # a 福 filling the frame's height: a view twice the frame's size, centred on it
+        ((100, 0, 540, 480), 0.5, 1.5, (-320, -240, 960, 720)),
+        # off centre and cut by the top: the view stays centred on the box
+        ((200, -40, 600, 360), 0.5, 1.5, (-133, -240, 933, 560)),
+        # a wide box: its width sets the view (aspect 4:3)
+        ((0, 100, 640, 400), 0.6, 1.5, (-213, -150, 853, 650)),
+        # 300 px high: shrunk 1.25x only, less than min_zoom
+        ((170, 90, 470, 390), 0.5, 1.5, None),
+        ((170, 90, 470, 390), 0.5, 1.2, (-80, -60, 720, 540)),
+        # a small box would be magnified, not shrunk
+        ((300, 220, 340, 260), 0.5, 1.0, None),
+    ],
+)
+def test_zoom_out_region(box, fill, min_zoom, region) -> None:  # type: ignore[no-untyped-def]
+    got = zoom_out_region(box, 640, 480, fill, ASPECT, min_zoom)
+    assert got == (None if region is None else pytest.approx(region, abs=1))
+    if got is not None:
+        x0, y0, x1, y1 = got
+        assert (box[3] - box[1]) / (y1 - y0) <= fill + 0.01
+        assert (x0 + x1) / 2 == pytest.approx((box[0] + box[2]) / 2, abs=1)
+
+
+def test_a_view_past_the_frame_is_padded_and_one_inside_is_the_frame_itself() -> None:
+    image = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
+    inside = view(image, (1, 1, 4, 3), 114)
+    assert np.shares_memory(inside, image) and np.array_equal(inside, image[1:3, 1:4])
+    padded = view(image, (-2, -1, 8, 5), 114)
+    assert padded.shape == (6, 10, 3)
+    assert np.array_equal(padded[1:5, 2:8], image)
+    assert (padded[0] == 114).all() and (padded[:, :2] == 114).all() and (padded[5] == 114).all()
+    frame = np.full((480, 640, 3), 7, np.uint8)
+    shrunk = view(frame, (-320, -240, 960, 720), 114, 0.25)  # twice the frame, to a quarter
+    assert shrunk.shape == (240, 320, 3)
+    assert (shrunk[60:180, 80:240] == 7).all() and (shrunk[:60] == 114).all()
+
+
+CLOSE = SceneOptions(glyph_fill=(0.8, 0.85), aimed=True)
+"""A 福 filling the screen, as people hold a phone to scan one."""
+
+
+def with_out_fill(out_fill: float | None) -> OnnxDetector:
+    card = find_card("l", "int8")
+    assert card.zoom is not None
+    return OnnxDetector(
+        dataclasses.replace(card, zoom=dataclasses.replace(card.zoom, out_fill=out_fill))
+    )
+
+
+@pytest.mark.parametrize("seed", [2, 5, 13])  # first look 0.54, 0.66, 0.36
+def test_a_fu_filling_the_screen_is_found_zoomed_out_and_passes_the_turned_check(
+    seed: int,
+) -> None:
+    clip = make_clip(seed, n_frames=1, options=CLOSE)
+    frame, truth = clip.frames[0], tuple(clip.boxes[0][0].tolist())
+    assert truth[3] - truth[1] > 0.9 * 480
+    first_look, zoomed_out = with_out_fill(None), with_out_fill(0.5)
+    assert not any(iou(d.box, truth) >= 0.5 for d in first_look.detect(frame))
+    found = zoomed_out.detect(frame)
+    (hit,) = [d for d in found if iou(d.box, truth) >= 0.5]
+    assert hit.score >= zoomed_out.threshold
+    assert all(0 <= v <= limit for v, limit in zip(hit.box, (640, 480, 640, 480), strict=True))
+    assert found.runs == 2  # the first look and the zoomed-out one
+    confirmer = zoomed_out.confirmer(frame)
+    assert confirmer is not None and confirmer(hit)
+
+
+def test_a_fu_the_first_look_saw_at_a_known_scale_gets_no_zoomed_out_look() -> None:
+    frame = make_clip(16, n_frames=1).frames[0]  # one 福, 172 x 177 pixels: a close-up
+    plain, zoomed_out = with_out_fill(None).detect(frame), with_out_fill(0.5).detect(frame)
+    assert plain.runs == zoomed_out.runs == 2 and list(plain) == list(zoomed_out)

@@ -172,6 +172,24 @@ def test_main_renders_missing_synth_clips_in_worker_processes(tmp_path, capsys):
     assert len(list((tmp_path / "cache").rglob("*.npz"))) == 4  # mixed 0, fu 1, two negatives
 
 
+def test_main_renders_clips_with_scene_options_into_their_own_cache(tmp_path, capsys):
+    argv = (
+        "--source synth --tier s --clips 1 --seed 1 --negative-hours 0.0001 --seconds 0.2 "
+        f"--fps 15 --voters balanced --cache {tmp_path} --min-view 0.1 "
+        "--glyph-fill 0.6:0.7 --aimed"
+    )
+    assert evaluate.main(argv.split()) == 0
+    assert "detectors.synth, glyph_fill=(0.6, 0.7), aimed=True)" in capsys.readouterr().out
+    (folder,) = tmp_path.iterdir()
+    assert "-scenes-" in folder.name and len(list(folder.glob("*.npz"))) == 3  # fu, 2 negative
+
+
+def test_main_refuses_scene_options_for_the_noise_model(capsys):
+    with pytest.raises(SystemExit):
+        evaluate.main(["--source", "sim", "--glyph-fill", "0.6:0.9"])
+    assert "for --source synth" in capsys.readouterr().err
+
+
 def test_main_rejects_bad_voters(capsys):
     with pytest.raises(SystemExit):
         evaluate.main(["--voters", "paranoid"])
@@ -200,7 +218,8 @@ def fake_scenes(seed, n_frames, fps, content):
 
 def test_detected_clips_are_cached(tmp_path, monkeypatch):
     module = types.ModuleType("detectors.synth.scenes")
-    module.make_clip = lambda seed, n, fps, width, height, content: fake_scenes(
+    module.GENERATOR_MIX = "the generator's own mix"
+    module.make_clip = lambda seed, n, fps, width, height, content, options: fake_scenes(
         seed, n, fps, content
     )
     monkeypatch.setitem(sys.modules, "detectors.synth.scenes", module)

@@ -7,7 +7,7 @@ from detectors.card import InputSpec, ModelCard, ZoomSpec, find_card
 from detectors.core import Detector
 from detectors.onnx_detector import OnnxDetector
 from detectors.synth.backgrounds import PACK_ENV
-from detectors.synth.scenes import make_clip
+from detectors.synth.scenes import SceneOptions, make_clip
 from voting.rendered import (
     clip_path,
     detected_clip,
@@ -101,6 +101,28 @@ def test_synth_cache_name_names_tier_precision_and_both_versions():
     assert (tier, precision) == ("l", "int8")
     assert generator == generator_fingerprint()
     assert len(model) == 16
+
+
+def test_synth_cache_name_names_scene_options_away_from_the_mix():
+    card = find_card("l", "int8")
+    mix = synth_cache_name(card)
+    assert synth_cache_name(card, SceneOptions()) == mix  # the mix keeps its caches
+    close = synth_cache_name(card, SceneOptions(glyph_fill=(0.6, 0.9), aimed=True))
+    aimed = synth_cache_name(card, SceneOptions(aimed=True))
+    assert close.startswith(f"{mix}-scenes-") and aimed.startswith(f"{mix}-scenes-")
+    assert len({mix, close, aimed}) == 3
+
+
+def test_a_clip_rendered_with_scene_options_is_the_generators_clip_with_them(tmp_path):
+    card = find_card("s", "int8")
+    options = SceneOptions(glyph_fill=(0.7, 0.75), aimed=True)
+    name, n_frames = synth_cache_name(card, options), 2
+    assert render_missing(card, [("fu", 3)], n_frames / 30, tmp_path, 2, options) == 1
+    cached = detected_clip(_never, name, 3, "fu", n_frames / 30, tmp_path, options)
+    frames = make_clip(3, n_frames, BASE_FPS, FRAME_W, FRAME_H, "fu", options)
+    (truth,) = cached.objects
+    assert truth.boxes[0] == pytest.approx(tuple(frames.boxes[0][0].tolist()), abs=1e-3)
+    assert truth.boxes[0][3] - truth.boxes[0][1] > 0.6 * FRAME_H
 
 
 def test_render_missing_fills_the_cache_in_worker_processes_as_one_process_would(tmp_path):
