@@ -64,12 +64,7 @@ class Letterbox:
     def to_frame(self, box: Box, width: int, height: int) -> Box:
         x0, x1 = ((v - self.pad_x) / self.scale for v in (box[0], box[2]))
         y0, y1 = ((v - self.pad_y) / self.scale for v in (box[1], box[3]))
-        return (
-            min(max(x0, 0.0), width),
-            min(max(y0, 0.0), height),
-            min(max(x1, 0.0), width),
-            min(max(y1, 0.0), height),
-        )
+        return _inside((x0, y0, x1, y1), width, height)
 
 
 class InputBuffers:
@@ -245,6 +240,7 @@ def _turned(box: Box, width: int, height: int) -> Box:
 
 
 def _inside(box: Box, width: int, height: int) -> Box:
+    """``box`` cut to a ``width x height`` frame."""
     return (
         min(max(box[0], 0.0), width),
         min(max(box[1], 0.0), height),
