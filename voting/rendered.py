@@ -37,6 +37,11 @@ if TYPE_CHECKING:  # imported where clips are made: the generator renders with O
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fuscan/voting"
 LINK_IOU = 0.3
 GENERATOR_PACKAGE = Path(__file__).resolve().parent.parent / "detectors/synth"
+DETECTOR_CODE = tuple(
+    Path(__file__).resolve().parent.parent / "detectors" / name
+    for name in ("onnx_detector.py", "reshape.py")
+)
+"""What turns a frame and a card into detections: letterbox, decoding, the second look."""
 
 
 def generator_fingerprint(package: Path = GENERATOR_PACKAGE) -> str:
@@ -62,16 +67,20 @@ def generator_fingerprint(package: Path = GENERATOR_PACKAGE) -> str:
     return digest.hexdigest()[:16]
 
 
-def detector_fingerprint(card: ModelCard, runtime: str) -> str:
+def detector_fingerprint(
+    card: ModelCard, runtime: str, code: Sequence[Path] = DETECTOR_CODE
+) -> str:
     """Content hash of what a shipped detector's output depends on.
 
     The model file's bytes (and those of the file it borrows weights from), the
     card's threshold, input and output spec and second look (they live in the
-    card, beside the file) and the inference ``runtime`` (e.g.
-    ``"onnxruntime 1.20.1"``: INT8 kernels may round differently).
+    card, beside the file), the inference ``runtime`` (e.g.
+    ``"onnxruntime 1.20.1"``: INT8 kernels may round differently) and the
+    ``code`` that runs it (any change, even a comment, makes the cache miss,
+    as for :func:`generator_fingerprint`).
     """
     digest = hashlib.sha256()
-    for path in model_files(card.model_path):
+    for path in (*model_files(card.model_path), *code):
         digest.update(path.read_bytes())
     spec = {
         "threshold": card.threshold,

@@ -64,6 +64,15 @@ def test_detector_fingerprint_changes_with_the_turned_check(tmp_path):
     assert checked != plain
 
 
+def test_detector_fingerprint_changes_with_the_code_that_runs_the_model(tmp_path):
+    card, code = card_in(tmp_path), tmp_path / "onnx_detector.py"
+    code.write_text("THRESHOLD = 0.5\n")
+    base = detector_fingerprint(card, "ort", [code])
+    assert detector_fingerprint(card, "ort", [code]) == base
+    code.write_text("THRESHOLD = 0.6\n")
+    assert detector_fingerprint(card, "ort", [code]) != base
+
+
 def test_detector_fingerprint_ignores_measured_numbers(tmp_path):
     card = card_in(tmp_path)
     remeasured = dataclasses.replace(card, metrics={"ap50": 0.99}, macs=1)
