@@ -363,7 +363,7 @@ def with_out_fill(out_fill: float | None) -> OnnxDetector:
     )
 
 
-@pytest.mark.parametrize("seed", [2, 5, 13])  # first look 0.54, 0.66, 0.36
+@pytest.mark.parametrize("seed", [2, 12, 13])  # first look 0.54, 0.44, 0.36
 def test_a_fu_filling_the_screen_is_found_zoomed_out_and_passes_the_turned_check(
     seed: int,
 ) -> None:
