@@ -211,7 +211,7 @@ def view(image: ImageBGR, region: Region, pad_value: int, scale: float = 1.0) ->
     if scale != 1.0:
         resized = cv2.resize(inside, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
         inside = np.asarray(resized, np.uint8)
-    if x0 >= 0 and y0 >= 0 and x1 <= width and y1 <= height:
+    if _within(region, width, height):
         return inside
     top, bottom, left, right = (round(b * scale) for b in (-y0, y1 - height, -x0, x1 - width))
     padded = cv2.copyMakeBorder(
@@ -224,6 +224,12 @@ def view(image: ImageBGR, region: Region, pad_value: int, scale: float = 1.0) ->
         value=(pad_value,) * 3,
     )
     return np.asarray(padded, np.uint8)
+
+
+def _within(region: Region, width: int, height: int) -> bool:
+    """Whether ``region`` lies inside a ``width x height`` frame."""
+    x0, y0, x1, y1 = region
+    return x0 >= 0 and y0 >= 0 and x1 <= width and y1 <= height
 
 
 def _shifted(box: Box, dx: float, dy: float) -> Box:
@@ -419,10 +425,10 @@ class OnnxDetector:
         ``image`` (turned upside down if asked) that overlap the candidate, best first, with
         their boxes in frame pixels."""
         height, width = image.shape[:2]
-        x0, y0, x1, y1 = region
-        past = x0 < 0 or y0 < 0 or x1 > width or y1 > height
+        x0, y0, _, y1 = region
         # A zoomed-out view is larger than the frame: shrunk to the input before it is padded.
-        scale = min(1.0, self.close_up.spec.height / (y1 - y0)) if past else 1.0
+        inside = _within(region, width, height)
+        scale = 1.0 if inside else min(1.0, self.close_up.spec.height / (y1 - y0))
         crop = view(image, region, self.card.input.pad_value, scale)
         crop_h, crop_w = crop.shape[:2]
         near = _scaled(_shifted(candidate.box, -x0, -y0), scale)

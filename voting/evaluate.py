@@ -306,9 +306,10 @@ def score_clip(
             delay = claimed.get((obj.id, v))
             if whole_in_frame(obj.boxes, (start, end), min_view):
                 height = _visit_height(obj.boxes, (start, end))
-                tally.whole_seen.append(WholeVisit(obj.contrast, height, delay is not None))
+                whole = WholeVisit(obj.contrast, height, delay is not None)
+                tally.whole_seen.append(whole)
                 if delay is None:
-                    tally.missed_whole.append(_missed(clip, index, (start, end), clarity))
+                    tally.missed_whole.append(_missed(clip, index, (start, end), clarity, whole))
             if clarity < clear:
                 tally.hard_visits += 1
                 tally.hard_covered += delay is not None
@@ -341,7 +342,9 @@ def _visit_height(boxes: npt.NDArray[np.float64], visit: tuple[float, float]) ->
     return float(bottom - top)
 
 
-def _missed(clip: Clip, index: int, visit: tuple[float, float], clarity: float) -> MissedVisit:
+def _missed(
+    clip: Clip, index: int, visit: tuple[float, float], clarity: float, whole: WholeVisit
+) -> MissedVisit:
     obj = clip.objects[index]
     seen = [
         (dets, int(i))
@@ -355,10 +358,10 @@ def _missed(clip: Clip, index: int, visit: tuple[float, float], clarity: float) 
         obj.id,
         *visit,
         clarity,
-        _visit_height(obj.boxes, visit),
+        whole.height,
         detected,
         len(seen),
-        obj.contrast,
+        whole.contrast,
     )
 
 

@@ -110,10 +110,10 @@ def synth_cache_name(card: ModelCard, options: SceneOptions | None = None) -> st
     runtime = f"onnxruntime {importlib.metadata.version('onnxruntime')}"
     name = f"{card.tier}-{card.precision}-{detector_fingerprint(card, runtime)}"
     name += f"-{generator_fingerprint()}"
-    if options is None or options == type(options)():  # the mix keeps its older caches
+    changes = "" if options is None else options.changes()
+    if not changes:  # the mix keeps its older caches, and options added since keep theirs
         return name
-    fields = json.dumps(asdict(options), sort_keys=True).encode()
-    return f"{name}-scenes-{hashlib.sha256(fields).hexdigest()[:8]}"
+    return f"{name}-scenes-{hashlib.sha256(changes.encode()).hexdigest()[:8]}"
 
 
 def detected_clip(

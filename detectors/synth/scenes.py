@@ -130,12 +130,12 @@ class SceneOptions:
             raise ValueError(f"glyph_fill must be 0 < low <= high <= 1, got {self.glyph_fill}")
 
     def changes(self) -> str:
-        """The fields set away from the generator's own mix, ``name=value`` comma-separated."""
-        mix = SceneOptions()
+        """The fields set away from the generator's own mix, ``name=value`` comma-separated
+        (empty for the mix itself)."""
         return ", ".join(
             f"{f.name}={getattr(self, f.name)}"
             for f in fields(self)
-            if getattr(self, f.name) != getattr(mix, f.name)
+            if getattr(self, f.name) != getattr(GENERATOR_MIX, f.name)
         )
 
     def style_p(self) -> tuple[float, ...]:
@@ -598,16 +598,16 @@ def _place_posters(
     ignored: list[npt.NDArray[np.float32]] = []
     labelled: list[tuple[Poster, npt.NDArray[np.float32]]] = []
     scale = min(width, height)
+    log_low, log_high = (np.log(share) for share in options.glyph_fill)
     for is_target in kinds:
         pool = glyphs.target if is_target else glyphs.negatives
         mask = pool[rng.integers(len(pool))]
-        low, high = options.glyph_fill
-        glyph_side = max(12, round(scale * np.exp(rng.uniform(np.log(low), np.log(high)))))
+        glyph_side = max(12, round(scale * np.exp(rng.uniform(log_low, log_high))))
         poster = _make_poster(rng, mask, glyph_side, options)
+        aimed = options.aimed and not taken
         for attempt in range(_PLACEMENT_TRIES):
             # A 福 that found no free spot goes in the middle: "fu" scenes always hold one.
             last_chance = is_target and not targets and attempt == _PLACEMENT_TRIES - 1
-            aimed = options.aimed and not taken
             corners = _placement(rng, poster.alpha.shape[0], width, height, last_chance, aimed)
             ink = _in_scene(poster, corners, _box_corners(poster.ink_box))
             box = _box_of(corners)

@@ -273,16 +273,24 @@ def test_each_fu_of_a_clip_carries_its_ink_contrast() -> None:
     assert contrast > 40
 
 
+SCENE_W, SCENE_H = 320, 240
+
+
+def _fu_scenes(options: SceneOptions) -> list[tuple[scenes.FloatImage, scenes.Placed]]:
+    """30 held-out "fu" scenes' canvases with the posters ``options`` placed on them."""
+    made = []
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        canvas = scenes._background(rng, "eval", SCENE_W, SCENE_H)
+        made.append((canvas, scenes._place_posters(rng, canvas, "eval", "fu", options)))
+    return made
+
+
 def _first_fu_contrast(low_contrast_share: float) -> list[float]:
     """The ink contrast of each scene's first 福 (placed before the fading draws anything)."""
     options = SceneOptions(bare_ink_share=1.0, low_contrast_share=low_contrast_share)
-    contrast: list[float] = []
-    for seed in range(30):
-        rng = np.random.default_rng(seed)
-        canvas = scenes._background(rng, "eval", 320, 240)
-        placed = scenes._place_posters(rng, canvas, "eval", "fu", options)
-        contrast.append(scenes.ink_contrast(canvas, *placed.labelled[0]))
-    return contrast
+    scenes_made = _fu_scenes(options)
+    return [scenes.ink_contrast(canvas, *placed.labelled[0]) for canvas, placed in scenes_made]
 
 
 def test_a_low_contrast_share_fades_bare_ink_toward_the_scene_under_it() -> None:
@@ -303,14 +311,7 @@ def test_scene_options_refuse_a_glyph_fill_outside_0_1_or_upside_down(
 
 def _fu_heights(options: SceneOptions) -> list[float]:
     """The ink box height, over the scene's short side, of each first 福 in 30 scenes."""
-    heights = []
-    for seed in range(30):
-        rng = np.random.default_rng(seed)
-        canvas = scenes._background(rng, "eval", 320, 240)
-        placed = scenes._place_posters(rng, canvas, "eval", "fu", options)
-        ink = placed.targets[0]
-        heights.append(float(ink[:, 1].max() - ink[:, 1].min()) / 240)
-    return heights
+    return [float(np.ptp(placed.targets[0][:, 1])) / SCENE_H for _, placed in _fu_scenes(options)]
 
 
 def test_the_glyph_fill_sets_the_range_of_character_sizes() -> None:
@@ -322,21 +323,15 @@ def test_the_glyph_fill_sets_the_range_of_character_sizes() -> None:
     assert np.median(large) > 2 * np.median(default)
 
 
-def _first_poster_centres(options: SceneOptions, content: str) -> npt.NDArray[np.float64]:
-    centres = []
-    for seed in range(30):
-        rng = np.random.default_rng(seed)
-        canvas = scenes._background(rng, "eval", 320, 240)
-        placed = scenes._place_posters(rng, canvas, "eval", content, options)
-        ink = placed.targets[0] if content == "fu" else None
-        if ink is not None:
-            centres.append(ink.mean(axis=0) / (320, 240))
-    return np.array(centres)
+def _fu_centres(options: SceneOptions) -> npt.NDArray[np.float64]:
+    """Where each first 福's ink lands, as shares of the scene's width and height."""
+    return np.array(
+        [placed.targets[0].mean(axis=0) / (SCENE_W, SCENE_H) for _, placed in _fu_scenes(options)]
+    )
 
 
 def test_an_aimed_fu_lands_near_the_middle_of_the_scene() -> None:
-    aimed = _first_poster_centres(SceneOptions(aimed=True), "fu")
-    anywhere = _first_poster_centres(SceneOptions(), "fu")
+    aimed, anywhere = _fu_centres(SceneOptions(aimed=True)), _fu_centres(SceneOptions())
     assert np.abs(aimed - 0.5).max() < 0.2  # a tenth of the scene, plus the poster's tilt
     assert np.abs(anywhere - 0.5).max() > 0.3
 

@@ -185,11 +185,16 @@ def test_the_turned_check_confirms_fu_and_refuses_look_alikes_that_read_as_fu_on
     assert (confirmer.check(found.items[0]) >= 0.4) is turned
 
 
+def with_zoom(card: ModelCard, **fields: object) -> OnnxDetector:
+    """``card``'s detector with those fields of its second look changed."""
+    assert card.zoom is not None
+    zoom = dataclasses.replace(card.zoom, **fields)  # type: ignore[arg-type]
+    return OnnxDetector(dataclasses.replace(card, zoom=zoom))
+
+
 def with_fills(card: ModelCard, *extra: float) -> OnnxDetector:
     """``card``'s detector with close-ups at ``fill`` and ``extra`` shares only."""
-    assert card.zoom is not None
-    zoom = dataclasses.replace(card.zoom, extra_fills=extra or None)
-    return OnnxDetector(dataclasses.replace(card, zoom=zoom))
+    return with_zoom(card, extra_fills=extra or None)
 
 
 def test_a_large_fu_without_a_close_up_at_fill_gets_one_at_a_larger_share() -> None:
@@ -356,11 +361,7 @@ CLOSE = SceneOptions(glyph_fill=(0.8, 0.85), aimed=True)
 
 
 def with_out_fill(out_fill: float | None) -> OnnxDetector:
-    card = find_card("l", "int8")
-    assert card.zoom is not None
-    return OnnxDetector(
-        dataclasses.replace(card, zoom=dataclasses.replace(card.zoom, out_fill=out_fill))
-    )
+    return with_zoom(find_card("l", "int8"), out_fill=out_fill)
 
 
 @pytest.mark.parametrize("seed", [2, 12, 13])  # first look 0.54, 0.44, 0.36
