@@ -60,11 +60,6 @@ class ZoomSpec:
     that shrinks the frame at least ``min_zoom`` times. The network learned 福 up to 0.75
     of the short side and scores one that fills the screen low. ``None``: the first look
     stands for such candidates."""
-    either_way: bool = False
-    """A candidate that no close-up confirms is looked at again on the same close-ups turned
-    upside down, and passes if one of them scores the threshold: the network finds an
-    upright 福 more readily than a 倒福, though it is taught both. The turned check then asks
-    for the lower of both ways up, so what passes turned must read as 福 upright too."""
 
     @property
     def fills(self) -> tuple[float, ...]:
@@ -143,7 +138,6 @@ def _zoom_spec(raw: dict[str, Any] | None) -> ZoomSpec | None:
         turned_min=None if raw.get("turned_min") is None else float(raw["turned_min"]),
         extra_fills=None if raw.get("extra_fills") is None else _fills(raw["extra_fills"]),
         out_fill=None if raw.get("out_fill") is None else float(raw["out_fill"]),
-        either_way=_switch(raw.get("either_way", False)),
     )
     if not (
         all(0 < fill < 1 for fill in spec.fills)
@@ -158,12 +152,6 @@ def _zoom_spec(raw: dict[str, Any] | None) -> ZoomSpec | None:
             f"max_candidates >= 1, min_zoom >= 1, 0 <= turned_min <= 1: {raw}"
         )
     return spec
-
-
-def _switch(raw: Any) -> bool:
-    if not isinstance(raw, bool):
-        raise ValueError(f"zoom: either_way wants true or false: {raw!r}")
-    return raw
 
 
 def _fills(raw: Any) -> tuple[float, ...]:

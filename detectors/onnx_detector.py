@@ -375,14 +375,6 @@ class OnnxDetector:
             self.second_look(image, c, own) for c, own in zip(looked, regions, strict=True)
         ]
         looks = sum(len(own) for own in regions)
-        if zoom.either_way:
-            # Candidates no close-up confirmed: the same close-ups turned upside down (without
-            # a close-up, the whole frame).
-            whole = [(0, 0, *frame)]
-            for i, (candidate, own) in enumerate(zip(looked, regions, strict=True)):
-                if confirmed[i] is None:
-                    confirmed[i] = self.second_look(image, candidate, own or whole, turned=True)
-                    looks += len(own or whole)
         return Detections(
             tuple(suppress(d for d in confirmed if d is not None)),
             1.0 + looks * self.close_up_work,
@@ -396,19 +388,14 @@ class OnnxDetector:
         if zoom is None or zoom.turned_min is None:
             return None
         floor = min(TURNED_FLOOR, zoom.turned_min)
-        ways = (True, False) if zoom.either_way else (True,)
 
         def check(detection: Detection) -> float:
-            return min(self.turned_score(image, detection, floor, turned) for turned in ways)
+            return self.turned_score(image, detection, floor)
 
-        work = len(ways) * self.close_up_work
-        return Confirmer(check, zoom.turned_min, work, self._labels)
+        return Confirmer(check, zoom.turned_min, self.close_up_work, self._labels)
 
-    def turned_score(
-        self, image: ImageBGR, detection: Detection, floor: float, turned: bool = True
-    ) -> float:
-        """The score of ``detection`` on its close-up turned upside down (or, asked, upright);
-        0 below ``floor``.
+    def turned_score(self, image: ImageBGR, detection: Detection, floor: float) -> float:
+        """The score of ``detection`` on its close-up turned upside down; 0 below ``floor``.
 
         The model is taught 福 both ways up (倒福), so a real one reads as 福
         turned too, while a look-alike it mistakes for 福 one way up seldom does
@@ -423,7 +410,7 @@ class OnnxDetector:
             or self.zoomed_out_region(image, detection, zoom)
             or (0, 0, width, height)
         )
-        matches = self._close_up_matches(image, region, detection, floor, turned)
+        matches = self._close_up_matches(image, region, detection, floor, turned=True)
         return matches[0].score if matches else 0.0
 
     def _close_up_matches(
@@ -493,14 +480,10 @@ class OnnxDetector:
         return close_ups if zoomed_out is None else [zoomed_out]
 
     def second_look(
-        self,
-        image: ImageBGR,
-        candidate: Detection,
-        regions: Sequence[Region],
-        turned: bool = False,
+        self, image: ImageBGR, candidate: Detection, regions: Sequence[Region]
     ) -> Detection | None:
-        """``candidate`` scored again on its close-up ``regions`` (:meth:`close_up_regions`),
-        turned upside down if asked; the best close-up's detection.
+        """``candidate`` scored again on its close-up ``regions`` (:meth:`close_up_regions`);
+        the best close-up's detection.
 
         ``None`` if no close-up confirms it. The close-up's box replaces the
         first one: it was seen with more pixels (or, zoomed out, at a scale the
@@ -512,7 +495,7 @@ class OnnxDetector:
             return candidate if candidate.score >= self.threshold else None
         confirmed = []
         for region in regions:
-            matches = self._close_up_matches(image, region, candidate, self.threshold, turned)
+            matches = self._close_up_matches(image, region, candidate, self.threshold)
             if matches:  # best first
                 confirmed.append(matches[0])
         return max(confirmed, key=lambda d: d.score, default=None)

@@ -88,8 +88,7 @@ def detector_fingerprint(
         "color": card.input.color,
         "outputs": [card.heatmap_output, card.boxes_output, card.stride],
         "classes": card.classes,
-        # Fields left unset (None, or a switch left off) are left out, so adding one keeps
-        # the caches of older cards.
+        # Fields left unset (None) are left out, so adding one keeps the caches of older cards.
         "zoom": None if card.zoom is None else _set_fields(asdict(card.zoom)),
         "runtime": runtime,
     }
@@ -102,10 +101,7 @@ def detector_fingerprint(
 
 
 def _set_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    # "is False", not "== False": a share of 0.0 equals False.
-    return {
-        name: value for name, value in fields.items() if value is not None and value is not False
-    }
+    return {name: value for name, value in fields.items() if value is not None}
 
 
 def synth_cache_name(card: ModelCard, options: SceneOptions | None = None) -> str:

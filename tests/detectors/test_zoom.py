@@ -275,8 +275,6 @@ def test_without_zoom_the_detector_reports_the_first_look() -> None:
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "extra_fills": 0.6},
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "out_fill": 0},
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "out_fill": 1.5},
-        {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "either_way": "yes"},
-        {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "either_way": 1},
     ],
 )
 def test_bad_zoom_specs_are_refused(tmp_path, zoom) -> None:  # type: ignore[no-untyped-def]
@@ -388,58 +386,3 @@ def test_a_fu_the_first_look_saw_at_a_known_scale_gets_no_zoomed_out_look() -> N
     frame = make_clip(16, n_frames=1).frames[0]  # one 福, 172 x 177 pixels: a close-up
     plain, zoomed_out = with_out_fill(None).detect(frame), with_out_fill(0.5).detect(frame)
     assert plain.runs == zoomed_out.runs == 2 and list(plain) == list(zoomed_out)
-
-
-def either_way(on: bool) -> OnnxDetector:
-    return with_zoom(find_card("l", "int8"), either_way=on)
-
-
-@pytest.mark.parametrize(
-    ("seed", "runs_upright", "runs_both"),
-    [
-        (6897, 1, 2),  # a 倒福 288 px high, no close-up: the whole frame turned (first look 0.50)
-        (3456, 3, 6),  # a 倒福 160 px high: both its close-ups turned
-    ],
-)
-def test_a_fu_no_close_up_confirms_upright_is_found_turned_and_must_read_as_fu_upright_too(
-    seed: int, runs_upright: int, runs_both: int
-) -> None:
-    clip = make_clip(seed, n_frames=1)
-    frame, truth = clip.frames[0], tuple(clip.boxes[0][0].tolist())
-    upright, both = either_way(False).detect(frame), either_way(True).detect(frame)
-    assert not any(iou(d.box, truth) >= 0.5 for d in upright)
-    (hit,) = [d for d in both if iou(d.box, truth) >= 0.5]
-    assert hit.score >= either_way(True).threshold
-    assert (upright.runs, both.runs) == (runs_upright, runs_both)
-    detector = either_way(True)
-    confirmer = detector.confirmer(frame)
-    assert confirmer is not None and confirmer(hit)
-    assert confirmer.runs == 2 * detector.close_up_work  # turned, and upright
-    upright_score = detector.turned_score(frame, hit, 0.1, turned=False)
-    assert confirmer.check(hit) == upright_score < detector.turned_score(frame, hit, 0.1)
-
-
-def test_looking_either_way_changes_nothing_for_a_fu_confirmed_upright() -> None:
-    frame = make_clip(5, n_frames=1).frames[0]  # a small upright 福
-    upright, both = either_way(False).detect(frame), either_way(True).detect(frame)
-    assert len(upright) == 1 and list(upright) == list(both) and upright.runs == both.runs
-
-
-def test_looking_either_way_still_refuses_a_look_alike_that_reads_as_fu_one_way_up() -> None:
-    image = make_clip(1815, 120, content="negative").frames[42]  # 0.85 one way up, 0.12 turned
-    detector = with_zoom(find_card("l", "int8"), extra_fills=None, either_way=True)
-    confirmer = detector.confirmer(image)
-    (found,) = detector.detect(image)
-    assert confirmer is not None and not confirmer(found)
-
-
-@pytest.mark.parametrize(("raw", "either"), [(None, False), (False, False), (True, True)])
-def test_a_card_reads_either_way(tmp_path, raw, either) -> None:  # type: ignore[no-untyped-def]
-    card = json.loads(find_card("l", "int8").path.read_text(encoding="utf-8"))
-    zoom = {"fill": 0.4, "candidates": 0.3, "max_candidates": 6}
-    if raw is not None:
-        zoom["either_way"] = raw
-    path = tmp_path / "fu_l.int8.json"
-    path.write_text(json.dumps(card | {"zoom": zoom}), encoding="utf-8")
-    spec = read_card(path).zoom
-    assert spec is not None and spec.either_way is either

@@ -51,25 +51,11 @@ def test_detector_fingerprint_changes_with_what_detections_depend_on(
 
 
 @pytest.mark.parametrize(
-    "zoom",
-    [
-        ZoomSpec(size=(160, 120)),
-        ZoomSpec(extra_fills=(0.6,)),
-        ZoomSpec(min_zoom=1.5),
-        ZoomSpec(either_way=True),
-    ],
+    "zoom", [ZoomSpec(size=(160, 120)), ZoomSpec(extra_fills=(0.6,)), ZoomSpec(min_zoom=1.5)]
 )
 def test_detector_fingerprint_changes_with_how_close_ups_are_taken(tmp_path, zoom):
     default = detector_fingerprint(card_in(tmp_path, zoom=ZoomSpec()), "ort")
     assert detector_fingerprint(card_in(tmp_path, zoom=zoom), "ort") != default
-
-
-def test_a_zoom_field_left_at_none_or_off_keeps_older_caches(tmp_path):
-    default = detector_fingerprint(card_in(tmp_path, zoom=ZoomSpec()), "ort")
-    off = ZoomSpec(either_way=False, out_fill=None)
-    assert detector_fingerprint(card_in(tmp_path, zoom=off), "ort") == default
-    # a share of 0 is a setting, not a field left unset
-    assert detector_fingerprint(card_in(tmp_path, zoom=ZoomSpec(candidates=0.0)), "ort") != default
 
 
 def test_detector_fingerprint_changes_with_the_turned_check(tmp_path):
