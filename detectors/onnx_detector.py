@@ -169,8 +169,7 @@ def zoom_region(
     ``min_zoom`` (1: when it would hold the whole frame): the first look
     already saw the box at about that scale.
     """
-    crop_h = max(box[3] - box[1], (box[2] - box[0]) / aspect, fill * MIN_CROP_SIDE) / fill
-    crop_w = crop_h * aspect
+    crop_w, crop_h = _view_size(box, fill, aspect, fill * MIN_CROP_SIDE)
     if crop_w * min_zoom >= width and crop_h * min_zoom >= height:
         return None
     crop_w, crop_h = min(crop_w, width), min(crop_h, height)
@@ -189,8 +188,7 @@ def zoom_out_region(
     the frame, reaching past its edges (:func:`view` pads there). ``None``
     unless it shrinks the frame at least ``min_zoom`` times.
     """
-    crop_h = max(box[3] - box[1], (box[2] - box[0]) / aspect) / fill
-    crop_w = crop_h * aspect
+    crop_w, crop_h = _view_size(box, fill, aspect)
     if crop_w < min_zoom * width or crop_h < min_zoom * height:
         return None
     cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
@@ -200,6 +198,13 @@ def zoom_out_region(
         round(cx + crop_w / 2),
         round(cy + crop_h / 2),
     )
+
+
+def _view_size(box: Box, fill: float, aspect: float, least: float = 0.0) -> tuple[float, float]:
+    """Width and height of a view of ``aspect`` in which ``box`` spans ``fill`` of the side
+    (the box counted at least ``least`` high)."""
+    crop_h = max(box[3] - box[1], (box[2] - box[0]) / aspect, least) / fill
+    return crop_h * aspect, crop_h
 
 
 def view(image: ImageBGR, region: Region, pad_value: int, scale: float = 1.0) -> ImageBGR:
@@ -427,8 +432,8 @@ class OnnxDetector:
         height, width = image.shape[:2]
         x0, y0, _, y1 = region
         # A zoomed-out view is larger than the frame: shrunk to the input before it is padded.
-        inside = _within(region, width, height)
-        scale = 1.0 if inside else min(1.0, self.close_up.spec.height / (y1 - y0))
+        outside = not _within(region, width, height)
+        scale = min(1.0, self.close_up.spec.height / (y1 - y0)) if outside else 1.0
         crop = view(image, region, self.card.input.pad_value, scale)
         crop_h, crop_w = crop.shape[:2]
         near = _scaled(_shifted(candidate.box, -x0, -y0), scale)

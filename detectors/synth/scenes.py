@@ -97,6 +97,12 @@ class Poster:
     """Ink printed straight onto the scene, no paper."""
 
 
+def _valid_fill(fill: tuple[float, float]) -> bool:
+    """Whether ``fill`` is a range of shares ``(low, high)`` with 0 < low <= high <= 1."""
+    low, high = fill
+    return 0.0 < low <= high <= 1.0
+
+
 @dataclass(frozen=True, slots=True)
 class SceneOptions:
     """Training-time changes to what a scene holds; the defaults are the generator's own mix,
@@ -125,8 +131,7 @@ class SceneOptions:
             share = getattr(self, name)
             if share is not None and not 0.0 <= share <= 1.0:
                 raise ValueError(f"{name} must be within 0..1, got {share}")
-        low, high = self.glyph_fill
-        if not 0.0 < low <= high <= 1.0:
+        if not _valid_fill(self.glyph_fill):
             raise ValueError(f"glyph_fill must be 0 < low <= high <= 1, got {self.glyph_fill}")
 
     def changes(self) -> str:
@@ -215,7 +220,7 @@ def _fill_range(text: str) -> tuple[float, float]:
         fill = (float(low), float(high))
     except ValueError:
         raise argparse.ArgumentTypeError(f"want LOW:HIGH, got {text!r}") from None
-    if not 0.0 < fill[0] <= fill[1] <= 1.0:
+    if not _valid_fill(fill):
         raise argparse.ArgumentTypeError(f"want 0 < LOW <= HIGH <= 1, got {text!r}")
     return fill
 
