@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from detectors.core import Confirmer, ConfirmingDetector, Detections, Detector, ImageBGR
+from collections.abc import Sequence
+
+from detectors.core import Confirmer, ConfirmingDetector, Detection, Detections, Detector, ImageBGR
+from detectors.follow import FollowingDetector
 
 
 class CombinedDetector:
@@ -16,13 +19,23 @@ class CombinedDetector:
         self.primary = primary
         self.extra = extra
         self._checker = primary if isinstance(primary, ConfirmingDetector) else None
+        self._following = primary if isinstance(primary, FollowingDetector) else None
 
     @property
     def tier(self) -> str:
         return self.primary.tier
 
-    def detect(self, image: ImageBGR) -> Detections:
-        primary = self.primary.detect(image)
+    @property
+    def follow(self) -> tuple[float, int] | None:
+        """``primary``'s following (:mod:`detectors.follow`), if it has one."""
+        return None if self._following is None else self._following.follow
+
+    def detect(self, image: ImageBGR, hints: Sequence[Detection] = ()) -> Detections:
+        """Both parts' detections; ``hints`` go to ``primary`` if it follows any."""
+        following = self._following
+        primary = (
+            self.primary.detect(image) if following is None else following.detect(image, hints)
+        )
         found = (*primary, *self.extra.detect(image))
         # Emulated phones are charged for the network's runs; the target matcher is not
         # emulated (docs/hw_sim.md, "Not modelled").
