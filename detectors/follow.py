@@ -77,22 +77,27 @@ class FollowingDetector(Detector, Protocol):
 
 
 class Follower:
-    """One stream's use of a shared detector that follows what it found lately."""
+    """One stream's use of a shared detector: if its card follows detections
+    (:class:`FollowingDetector`), each frame also looks again at what the stream's
+    earlier frames found; otherwise each frame is judged alone."""
 
-    def __init__(self, detector: FollowingDetector, seconds: float, limit: int) -> None:
+    def __init__(self, detector: Detector) -> None:
         self.detector = detector
-        self.recent = Recent(seconds, limit)
+        spec = detector.follow if isinstance(detector, FollowingDetector) else None
+        self._memory = None
+        if isinstance(detector, FollowingDetector) and spec is not None:
+            self._memory = (detector, Recent(*spec))
+
+    @property
+    def recent(self) -> Recent | None:
+        """What this stream remembers; ``None`` when its detector follows nothing."""
+        return None if self._memory is None else self._memory[1]
 
     def detect(self, image: ImageBGR, t: float) -> Detections:
         """The detections of the frame at media time ``t``, its remembered boxes looked at too."""
-        found = self.detector.detect(image, self.recent.hints(t))
-        self.recent.remember(t, found)
+        if self._memory is None:
+            return self.detector.detect(image)
+        following, recent = self._memory
+        found = following.detect(image, recent.hints(t))
+        recent.remember(t, found)
         return found
-
-
-def follower(detector: Detector) -> Follower | None:
-    """A :class:`Follower` of ``detector`` if its card follows detections, else ``None``."""
-    if not isinstance(detector, FollowingDetector) or detector.follow is None:
-        return None
-    seconds, limit = detector.follow
-    return Follower(detector, seconds, limit)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from detectors.core import ConfirmingDetector, Detector, ImageBGR
-from detectors.follow import follower
+from detectors.follow import Follower
 from hw_sim import (
     DeviceSimulator,
     DeviceTimeline,
@@ -173,7 +173,7 @@ class Session:
     ) -> None:
         self.detector = detector
         self._checker = detector if isinstance(detector, ConfirmingDetector) else None
-        self._follower = follower(detector)  # this stream's memory of what it found lately
+        self._stream = Follower(detector)  # this stream's memory of what it found lately
         self.voter = voter
         self.simulator = simulator
         self._send = send
@@ -412,9 +412,7 @@ class Session:
         image, width, height = decode_for(pending.decode, side)
         view, scale = camera_view(self.simulator.profile, image)
         scale *= image.shape[1] / width  # decoded smaller than received
-        follows = self._follower
-        found = self.detector.detect(view) if follows is None else follows.detect(view, pending.t)
-        detections = to_received(found, scale, (width, height))
+        detections = to_received(self._stream.detect(view, pending.t), scale, (width, height))
         own = None if self._checker is None else self._checker.confirmer(view)
         confirm = None if own is None else confirm_received(own, scale)
         update = self.voter.update(detections, pending.t, confirm)

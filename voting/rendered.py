@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from detectors.card import ModelCard, read_card
 from detectors.core import Box, ConfirmingDetector, Detection, Detections, Detector, iou
-from detectors.follow import follower
+from detectors.follow import Follower
 from detectors.shared_weights import model_files
 from voting.simulate import BASE_FPS, FRAME_H, FRAME_W, FU, Clip, ClipCheck, GroundTruthObject
 
@@ -216,11 +216,10 @@ def _detect(
     checker = detector if isinstance(detector, ConfirmingDetector) else None
     # Detected at the base frame rate, as a stream would be: a card that follows what it
     # found looks at the previous frame's boxes (profiles then subsample these frames).
-    stream = follower(detector)
+    stream = Follower(detector)
     for i, frame in enumerate(frames):
         confirmer = None if checker is None else checker.confirmer(frame)
-        found = detector.detect(frame) if stream is None else stream.detect(frame, i / BASE_FPS)
-        for det in found:
+        for det in stream.detect(frame, i / BASE_FPS):
             det_rows.append((i, det.score, *det.box))
             labels.append(det.label)
             if confirmer is not None:  # a voter asks only now and then; asked here, every time

@@ -4,10 +4,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from fakes import RedSquareDetector, red_square_frame
 
 from detectors.core import Detection, Detections, ImageBGR
-from detectors.follow import Follower, FollowingDetector, Recent, follower
-from tests.fakes import RedSquareDetector
+from detectors.follow import Follower, FollowingDetector, Recent
 
 A = Detection("fu", 0.9, (10.0, 10.0, 50.0, 50.0))
 A_MOVED = Detection("fu", 0.8, (14.0, 12.0, 54.0, 52.0))
@@ -86,19 +86,22 @@ class ScriptedFollowing:
 
 def test_a_follower_hands_the_detector_what_it_found_before() -> None:
     detector = ScriptedFollowing([[A, B], [], [], [B]], (0.1, 6))
-    stream = follower(detector)
-    assert isinstance(stream, Follower)
+    stream = Follower(detector)
+    assert stream.recent is not None and stream.recent.seconds == 0.1
     seen = [stream.detect(FRAME, t) for t in (0.0, 1 / 30, 0.2, 0.3)]
     assert [len(s) for s in seen] == [2, 0, 0, 1]
     # the second frame follows the first's finds; the third comes too late for them
     assert detector.hints == [(), (A, B), (), ()]
 
 
-@pytest.mark.parametrize(
-    "detector",
-    [RedSquareDetector(), ScriptedFollowing([], None)],
-    ids=["takes no hints", "its card follows nothing"],
-)
-def test_no_follower_for_a_detector_that_follows_nothing(detector: object) -> None:
-    assert follower(detector) is None  # type: ignore[arg-type]
-    assert isinstance(ScriptedFollowing([], None), FollowingDetector)
+def test_a_detector_that_follows_nothing_judges_each_frame_alone() -> None:
+    plain = Follower(RedSquareDetector())
+    assert plain.recent is None
+    assert len(plain.detect(red_square_frame(), 0.0)) == 1
+    assert len(plain.detect(red_square_frame(square=False), 0.1)) == 0
+    unset = ScriptedFollowing([[A], []], None)  # its card sets no follow
+    assert isinstance(unset, FollowingDetector)
+    stream = Follower(unset)
+    assert stream.recent is None
+    assert [len(stream.detect(FRAME, t)) for t in (0.0, 0.1)] == [1, 0]
+    assert unset.hints == [(), ()]
