@@ -40,9 +40,10 @@ LINK_IOU = 0.3
 GENERATOR_PACKAGE = Path(__file__).resolve().parent.parent / "detectors/synth"
 DETECTOR_CODE = tuple(
     Path(__file__).resolve().parent.parent / "detectors" / name
-    for name in ("onnx_detector.py", "reshape.py")
+    for name in ("onnx_detector.py", "reshape.py", "follow.py")
 )
-"""What turns a frame and a card into detections: letterbox, decoding, the second look."""
+"""What turns a frame and a card into detections: letterbox, decoding, the second look, and
+what a stream remembers for it to follow."""
 
 
 def generator_fingerprint(package: Path = GENERATOR_PACKAGE) -> str:
