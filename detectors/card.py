@@ -60,12 +60,6 @@ class ZoomSpec:
     that shrinks the frame at least ``min_zoom`` times. The network learned 福 up to 0.75
     of the short side and scores one that fills the screen low. ``None``: the first look
     stands for such candidates."""
-    follow: float | None = None
-    """Seconds a stream follows what the detector confirmed: on later frames each such box
-    gets a close-up of its own where no candidate confirms it (:mod:`detectors.follow`),
-    up to ``max_candidates`` boxes. The first look's score and box on a 福 jump from frame
-    to frame as the camera shakes; a close-up framed on the last good box reads it
-    steadily. ``None``: each frame is judged alone."""
 
     @property
     def fills(self) -> tuple[float, ...]:
@@ -144,7 +138,6 @@ def _zoom_spec(raw: dict[str, Any] | None) -> ZoomSpec | None:
         turned_min=None if raw.get("turned_min") is None else float(raw["turned_min"]),
         extra_fills=None if raw.get("extra_fills") is None else _fills(raw["extra_fills"]),
         out_fill=None if raw.get("out_fill") is None else float(raw["out_fill"]),
-        follow=None if raw.get("follow") is None else float(raw["follow"]),
     )
     if not (
         all(0 < fill < 1 for fill in spec.fills)
@@ -153,12 +146,10 @@ def _zoom_spec(raw: dict[str, Any] | None) -> ZoomSpec | None:
         and spec.max_candidates > 0
         and (spec.min_zoom is None or spec.min_zoom >= 1)
         and (spec.turned_min is None or 0 <= spec.turned_min <= 1)
-        and (spec.follow is None or spec.follow > 0)
     ):
         raise ValueError(
             "zoom: want 0 < fill < 1 (and extra_fills, out_fill), 0 <= candidates <= 1, "
-            "max_candidates >= 1, min_zoom >= 1, 0 <= turned_min <= 1, follow > 0: "
-            f"{raw}"
+            f"max_candidates >= 1, min_zoom >= 1, 0 <= turned_min <= 1: {raw}"
         )
     return spec
 

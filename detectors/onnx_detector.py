@@ -364,66 +364,27 @@ class OnnxDetector:
         zoom = self.card.zoom
         return self.threshold if zoom is None else zoom.candidates
 
-    @property
-    def follow(self) -> tuple[float, int] | None:
-        """The card's ``zoom.follow`` seconds and how many boxes at most (its
-        ``max_candidates``); ``None`` when it follows nothing (:mod:`detectors.follow`)."""
-        zoom = self.card.zoom
-        return None if zoom is None or zoom.follow is None else (zoom.follow, zoom.max_candidates)
-
-    def detect(self, image: ImageBGR, hints: Sequence[Detection] = ()) -> Detections:
-        """The frame's detections, best first. ``hints`` (boxes this stream's detector
-        confirmed lately, :mod:`detectors.follow`) of the model's labels get close-ups of
-        their own where no candidate is confirmed over them; without a second look they are
-        ignored."""
+    def detect(self, image: ImageBGR) -> Detections:
         require_bgr_image(image)
-        return self.second_looks(image, self.look(image, self.candidate_threshold), hints)
+        return self.second_looks(image, self.look(image, self.candidate_threshold))
 
-    def second_looks(
-        self, image: ImageBGR, candidates: list[Detection], hints: Sequence[Detection] = ()
-    ) -> Detections:
-        """The first look's ``candidates`` that a second look confirms (all, without zoom),
-        and the ``hints`` that a close-up of their own confirms."""
+    def second_looks(self, image: ImageBGR, candidates: list[Detection]) -> Detections:
+        """The first look's ``candidates`` that a second look confirms (all, without zoom)."""
         zoom = self.card.zoom
         frame = (image.shape[1], image.shape[0])
         if zoom is None:
             return Detections(tuple(candidates), frame=frame)
-        confirmed, looks = self._confirmed(image, candidates[: zoom.max_candidates], zoom)
-        # A hint is looked at only where its object was not confirmed already: following
-        # costs close-ups on the frames the first look drops, not on every frame.
-        unseen = [
-            h
-            for h in hints
-            if h.label in self._labels
-            and not any(
-                d.label == h.label and iou(d.box, h.box) >= ZOOM_MATCH_IOU for d in confirmed
-            )
+        looked = candidates[: zoom.max_candidates]
+        regions = [self.close_up_regions(image, c, zoom) for c in looked]
+        confirmed = [
+            self.second_look(image, c, own) for c, own in zip(looked, regions, strict=True)
         ]
-        followed, follow_looks = self._confirmed(image, unseen, zoom, need_close_up=True)
+        looks = sum(len(own) for own in regions)
         return Detections(
-            tuple(suppress([*confirmed, *followed])),
-            1.0 + (looks + follow_looks) * self.close_up_work,
+            tuple(suppress(d for d in confirmed if d is not None)),
+            1.0 + looks * self.close_up_work,
             frame,
         )
-
-    def _confirmed(
-        self,
-        image: ImageBGR,
-        candidates: Sequence[Detection],
-        zoom: ZoomSpec,
-        need_close_up: bool = False,
-    ) -> tuple[list[Detection], int]:
-        """The ``candidates`` a second look confirms, and how many close-ups that took.
-
-        With ``need_close_up`` a candidate that gets no close-up is dropped rather than
-        kept on its own score (a remembered box has none of this frame)."""
-        regions = [self.close_up_regions(image, c, zoom) for c in candidates]
-        confirmed = [
-            self.second_look(image, c, own)
-            for c, own in zip(candidates, regions, strict=True)
-            if own or not need_close_up
-        ]
-        return [d for d in confirmed if d is not None], sum(len(own) for own in regions)
 
     def confirmer(self, image: ImageBGR) -> Confirmer | None:
         """The turned check of the card's ``zoom.turned_min`` on ``image``'s detections

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from detectors.core import ConfirmingDetector, Detector, ImageBGR
-from detectors.follow import Follower
 from hw_sim import (
     DeviceSimulator,
     DeviceTimeline,
@@ -173,7 +172,6 @@ class Session:
     ) -> None:
         self.detector = detector
         self._checker = detector if isinstance(detector, ConfirmingDetector) else None
-        self._stream = Follower(detector)  # this stream's memory of what it found lately
         self.voter = voter
         self.simulator = simulator
         self._send = send
@@ -412,7 +410,7 @@ class Session:
         image, width, height = decode_for(pending.decode, side)
         view, scale = camera_view(self.simulator.profile, image)
         scale *= image.shape[1] / width  # decoded smaller than received
-        detections = to_received(self._stream.detect(view, pending.t), scale, (width, height))
+        detections = to_received(self.detector.detect(view), scale, (width, height))
         own = None if self._checker is None else self._checker.confirmer(view)
         confirm = None if own is None else confirm_received(own, scale)
         update = self.voter.update(detections, pending.t, confirm)

@@ -28,7 +28,6 @@ import numpy.typing as npt
 
 from detectors.card import ModelCard, read_card
 from detectors.core import Box, ConfirmingDetector, Detection, Detections, Detector, iou
-from detectors.follow import Follower
 from detectors.shared_weights import model_files
 from voting.simulate import BASE_FPS, FRAME_H, FRAME_W, FU, Clip, ClipCheck, GroundTruthObject
 
@@ -40,10 +39,9 @@ LINK_IOU = 0.3
 GENERATOR_PACKAGE = Path(__file__).resolve().parent.parent / "detectors/synth"
 DETECTOR_CODE = tuple(
     Path(__file__).resolve().parent.parent / "detectors" / name
-    for name in ("onnx_detector.py", "reshape.py", "follow.py")
+    for name in ("onnx_detector.py", "reshape.py")
 )
-"""What turns a frame and a card into detections: letterbox, decoding, the second look, and
-what a stream remembers for it to follow."""
+"""What turns a frame and a card into detections: letterbox, decoding, the second look."""
 
 
 def generator_fingerprint(package: Path = GENERATOR_PACKAGE) -> str:
@@ -215,12 +213,9 @@ def _detect(
     checks: list[float] = []
     check_min = math.nan
     checker = detector if isinstance(detector, ConfirmingDetector) else None
-    # Detected at the base frame rate, as a stream would be: a card that follows what it
-    # found looks at the previous frame's boxes (profiles then subsample these frames).
-    stream = Follower(detector)
     for i, frame in enumerate(frames):
         confirmer = None if checker is None else checker.confirmer(frame)
-        for det in stream.detect(frame, i / BASE_FPS):
+        for det in detector.detect(frame):
             det_rows.append((i, det.score, *det.box))
             labels.append(det.label)
             if confirmer is not None:  # a voter asks only now and then; asked here, every time

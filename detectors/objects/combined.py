@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from detectors.core import Confirmer, ConfirmingDetector, Detection, Detections, Detector, ImageBGR
-from detectors.follow import FollowingDetector
+from detectors.core import Confirmer, ConfirmingDetector, Detections, Detector, ImageBGR
 
 
 class CombinedDetector:
@@ -19,23 +16,13 @@ class CombinedDetector:
         self.primary = primary
         self.extra = extra
         self._checker = primary if isinstance(primary, ConfirmingDetector) else None
-        self._following = primary if isinstance(primary, FollowingDetector) else None
 
     @property
     def tier(self) -> str:
         return self.primary.tier
 
-    @property
-    def follow(self) -> tuple[float, int] | None:
-        """``primary``'s following (:mod:`detectors.follow`), if it has one."""
-        return None if self._following is None else self._following.follow
-
-    def detect(self, image: ImageBGR, hints: Sequence[Detection] = ()) -> Detections:
-        """Both parts' detections; ``hints`` go to ``primary`` if it follows any."""
-        following = self._following
-        primary = (
-            self.primary.detect(image) if following is None else following.detect(image, hints)
-        )
+    def detect(self, image: ImageBGR) -> Detections:
+        primary = self.primary.detect(image)
         found = (*primary, *self.extra.detect(image))
         # Emulated phones are charged for the network's runs; the target matcher is not
         # emulated (docs/hw_sim.md, "Not modelled").

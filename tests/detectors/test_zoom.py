@@ -275,8 +275,6 @@ def test_without_zoom_the_detector_reports_the_first_look() -> None:
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "extra_fills": 0.6},
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "out_fill": 0},
         {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "out_fill": 1.5},
-        {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "follow": 0},
-        {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "follow": -0.5},
     ],
 )
 def test_bad_zoom_specs_are_refused(tmp_path, zoom) -> None:  # type: ignore[no-untyped-def]
@@ -388,53 +386,3 @@ def test_a_fu_the_first_look_saw_at_a_known_scale_gets_no_zoomed_out_look() -> N
     frame = make_clip(16, n_frames=1).frames[0]  # one 福, 172 x 177 pixels: a close-up
     plain, zoomed_out = with_out_fill(None).detect(frame), with_out_fill(0.5).detect(frame)
     assert plain.runs == zoomed_out.runs == 2 and list(plain) == list(zoomed_out)
-
-
-def test_a_card_reads_follow_and_its_detector_follows_as_many_boxes_as_candidates(
-    tmp_path,  # type: ignore[no-untyped-def]
-) -> None:
-    raw = json.loads(find_card("l", "int8").path.read_text(encoding="utf-8"))
-    zoom = {"fill": 0.4, "candidates": 0.3, "max_candidates": 4, "follow": 0.5}
-    path = tmp_path / "fu_l.int8.json"
-    path.write_text(json.dumps(raw | {"zoom": zoom}), encoding="utf-8")
-    assert read_card(path).zoom == ZoomSpec(max_candidates=4, follow=0.5)
-    assert with_zoom(find_card("l", "int8"), max_candidates=4, follow=0.5).follow == (0.5, 4)
-    assert zoomed("l").follow is None  # no shipped card follows (docs/detector.md)
-    assert OnnxDetector(dataclasses.replace(find_card("l", "int8"), zoom=None)).follow is None
-
-
-def test_a_hint_gets_close_ups_of_its_own_where_the_first_look_proposed_nothing() -> None:
-    detector = zoomed("l")
-    clip = make_clip(287, n_frames=1)  # a 福 cut by the bottom edge, first look 0.28
-    frame, truth = clip.frames[0], tuple(clip.boxes[0][0].tolist())
-    plain = detector.detect(frame)
-    assert not any(iou(d.box, truth) >= 0.5 for d in plain)
-    last_frame = Detection("fu", 0.8, (truth[0] - 3, truth[1] - 2, truth[2] - 3, truth[3] - 2))
-    followed = detector.detect(frame, [last_frame])
-    found = [d for d in followed if iou(d.box, truth) >= 0.5]
-    assert len(found) == 1 and found[0].score >= detector.threshold
-    assert followed.runs == plain.runs + 2  # its close-ups at fill and the extra share
-
-
-def test_hints_cost_nothing_where_a_candidate_confirmed_their_object() -> None:
-    detector = zoomed("l")
-    frame = make_clip(3, n_frames=1).frames[0]
-    plain = detector.detect(frame)
-    assert len(plain) > 0
-    assert detector.detect(frame, list(plain)) == plain
-
-
-def test_hints_that_no_close_up_confirms_are_dropped() -> None:
-    card = find_card("l", "int8")
-    blank = np.full((480, 640, 3), 128, np.uint8)
-    small = Detection("fu", 0.95, (300.0, 220.0, 340.0, 260.0))
-    whole = Detection("fu", 0.95, (100.0, 0.0, 540.0, 480.0))
-    target = Detection("poster-3", 0.95, (300.0, 220.0, 340.0, 260.0))
-    # a small box on nothing: looked at (and charged for), not confirmed
-    assert zoomed("l").detect(blank, [small]) == Detections((), 3.0, (640, 480))
-    # a box no close-up or zoomed-out view fits, or another label's: not even looked at
-    no_out = with_zoom(card, out_fill=None)
-    assert no_out.detect(blank, [whole, target]) == Detections((), 1.0, (640, 480))
-    # without a second look there is no judge for a hint
-    first_only = OnnxDetector(dataclasses.replace(card, zoom=None))
-    assert first_only.detect(blank, [small]) == Detections((), 1.0, (640, 480))

@@ -4,7 +4,6 @@ from functools import partial
 import pytest
 from fakes import RedSquareDetector, red_square_frame
 
-from detectors.core import Detections
 from hw_sim import DeviceProfile, DeviceSimulator, ModelSpec
 from stream.session import FrameError, Session, SessionError
 from voting import KOfNVoter
@@ -115,37 +114,3 @@ async def test_a_failure_inside_processing_ends_the_session_and_every_waiter_wit
         await runner
     assert isinstance(failure.value.__cause__, ValueError)
     assert [(m["type"], m["code"]) for m in messages] == [("error", "internal")]
-
-
-class FollowingRedSquare(RedSquareDetector):
-    """Confirms what it is hinted at (as a close-up of a real 福 would) and notes the hints."""
-
-    follow = (0.5, 6)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.hints: list[list[str]] = []
-
-    def detect(self, image, hints=()):
-        self.hints.append([h.label for h in hints])
-        found = super().detect(image)
-        return found if len(found) else Detections(tuple(hints))
-
-
-async def test_each_session_follows_what_its_own_detections_found(messages):
-    async def send(message):
-        messages.append(message)
-
-    shared = FollowingRedSquare()
-    sessions = [
-        Session(shared, KOfNVoter(k=2, n=3), DeviceSimulator(DeviceProfile("t")), send)
-        for _ in range(2)
-    ]
-    square, blank = red_square_frame(), red_square_frame(square=False)
-    await run_frames(sessions[0], [(0.0, square), (0.1, blank)])
-    await run_frames(sessions[1], [(0.2, blank)])
-    # the first session's second frame was given its first frame's square, and kept it;
-    # the other session, on the same detector, was given nothing
-    assert shared.hints == [[], ["fu"], []]
-    frames = [m for m in messages if m["type"] == "frame"]
-    assert [len(m["detections"]) for m in frames] == [1, 1, 0]

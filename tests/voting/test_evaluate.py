@@ -238,35 +238,6 @@ def test_detected_clips_are_cached(tmp_path, monkeypatch):
     assert uncached.detections == first.detections
 
 
-class FollowingScripted(ScriptedDetector):
-    """Finds the box on the first frame; its close-ups confirm the hints on the next two."""
-
-    follow = (0.05, 6)
-
-    def __init__(self):
-        super().__init__()
-        self.hints = []
-
-    def detect(self, image, hints=()):
-        self.hints.append(tuple(hints))
-        confirmed = Detections(tuple(hints) if len(self.hints) <= 3 else ())
-        return super().detect(image) if self.calls == 0 else confirmed
-
-
-def test_clips_are_detected_in_order_as_a_stream_following_its_finds(monkeypatch):
-    module = types.ModuleType("detectors.synth.scenes")
-    module.GENERATOR_MIX = "the generator's own mix"
-    module.make_clip = lambda seed, n, fps, width, height, content, options: fake_scenes(
-        seed, n, fps, content
-    )
-    monkeypatch.setitem(sys.modules, "detectors.synth.scenes", module)
-    detector = FollowingScripted()
-    clip = detected_clip(lambda: detector, "t-int8", 7, "fu", 0.2, None)
-    # followed at 30 fps while confirmed, then hinted until the memory's 0.05 s are over
-    assert [len(d) for d in clip.detections] == [1, 1, 1, 0, 0, 0]
-    assert [len(h) for h in detector.hints] == [0, 1, 1, 1, 0, 0]
-
-
 def test_link_objects_chains_boxes_and_splits_visits():
     moved = (110.0, 100.0, 210.0, 200.0)
     truth = [[BOX, ELSEWHERE], [moved], [], [moved, ELSEWHERE]]

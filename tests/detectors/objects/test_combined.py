@@ -24,21 +24,3 @@ def test_detections_are_merged_best_first_under_the_models_tier_and_runs() -> No
     assert found.runs == 3  # the matcher is not emulated: only the network's runs count
     assert found.frame == (64, 48)
     assert combined.tier == "l"
-
-
-class FixedFollowing(Fixed):
-    follow = (0.5, 6)
-
-    def detect(self, image, hints=()):  # type: ignore[no-untyped-def]
-        return Detections((*self.found, *hints), self.found.runs, self.found.frame)
-
-
-def test_the_model_follows_hints_and_the_matcher_follows_nothing() -> None:
-    image = np.zeros((48, 64, 3), np.uint8)
-    hint = Detection("fu", 0.8, (0, 0, 10, 10))
-    following = CombinedDetector(FixedFollowing(Detections()), Fixed(Detections(), "objects"))
-    assert following.follow == (0.5, 6)
-    assert list(following.detect(image, [hint])) == [hint]
-    plain = CombinedDetector(Fixed(Detections()), Fixed(Detections(), "objects"))
-    assert plain.follow is None
-    assert list(plain.detect(image, [hint])) == []  # a model that follows nothing ignores them
