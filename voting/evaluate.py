@@ -71,6 +71,10 @@ CALIBRATION_SEED = 1_000_000
 """Calibration clips use seeds from here up, disjoint from the evaluation seeds."""
 
 
+VisitKey = tuple[str, int, int, int]
+"""A visit of a clip's object: clip kind, seed, object id, visit index."""
+
+
 @dataclass(frozen=True, slots=True)
 class WholeVisit:
     """A visit whole in frame for ``min_view`` seconds: how it looked, and whether the voter
@@ -136,6 +140,10 @@ class Tally:
     error_n: int = 0
     checks: int = 0
     """Times the voter asked the detector's check (:class:`detectors.core.Confirmer`)."""
+    decided: dict[VisitKey, float] = field(default_factory=dict)
+    """Seconds from the start of each recognized visit to its recognition, clear or not."""
+    wrong: list[str] = field(default_factory=list)
+    """Each recognition that matches no 福: ``kind-seed at t s``."""
     seconds: float = 0.0
     """Video seen, positive and negative."""
 
@@ -372,6 +380,7 @@ def _score_recognition(
     obj = _matching_object(clip, event.box, i)
     if obj is None or clip.objects[obj].label != FU:
         tally.false_in_negative += clip.kind in ("negative", "empty")
+        tally.wrong.append(f"{clip.kind}-{clip.seed} at {event.t:.2f} s")
         return
     visits = clip.objects[obj].visits
     v = min(range(len(visits)), key=lambda k: _distance_to_span(event.t, visits[k]))
@@ -379,7 +388,7 @@ def _score_recognition(
     if key in claimed:
         tally.repeated += 1
         return
-    claimed[key] = event.t - visits[v][0]
+    claimed[key] = tally.decided[(clip.kind, clip.seed, *key)] = event.t - visits[v][0]
     tally.true += 1
 
 
@@ -633,6 +642,70 @@ def format_table(tallies: dict[tuple[str, float], Tally]) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True, slots=True)
+class Paired:
+    """Two detectors' recognitions of the same clips by one voter, visit by visit.
+
+    Unlike their tables, which average over each one's own clear visits (which
+    visits count as clear depends on the detector), this compares like with like.
+    """
+
+    same: int
+    earlier: list[float]
+    """Seconds by which the second decided sooner, for each visit both recognized."""
+    later: list[float]
+    gained: list[VisitKey]
+    """Visits only the second recognized; ``lost``: only the first."""
+    lost: list[VisitKey]
+    wrong: tuple[list[str], list[str]]
+
+
+def pair(first: Tally, second: Tally) -> Paired:
+    """How ``second``'s recognitions of the same clips differ from ``first``'s."""
+    both = first.decided.keys() & second.decided.keys()
+    shifts = [first.decided[k] - second.decided[k] for k in sorted(both)]
+    return Paired(
+        same=sum(abs(d) < 1e-9 for d in shifts),
+        earlier=[d for d in shifts if d >= 1e-9],
+        later=[-d for d in shifts if d <= -1e-9],
+        gained=sorted(second.decided.keys() - first.decided.keys()),
+        lost=sorted(first.decided.keys() - second.decided.keys()),
+        wrong=(first.wrong, second.wrong),
+    )
+
+
+def format_pairs(pairs: dict[tuple[str, float], Paired], names: tuple[str, str]) -> str:
+    """A table of :func:`pair` per voter and frame rate, then the visits and wrong
+    recognitions that differ."""
+    width = max([10, *(len(name) for name, _ in pairs)])
+    header = (
+        f"{'voter':<{width}} {'fps':>4} {'same':>5} {'earlier':>7} {'by s':>5} {'later':>5} "
+        f"{'by s':>5} {'gained':>6} {'lost':>5} {'wrong':>9}"
+    )
+    lines = [f"{names[1]} against {names[0]}, the same clips:", header, "-" * len(header)]
+    notes = []
+    for (name, fps), p in pairs.items():
+        lines.append(
+            f"{name:<{width}} {fps:>4g} {p.same:>5} {len(p.earlier):>7} {_median(p.earlier):>5} "
+            f"{len(p.later):>5} {_median(p.later):>5} {len(p.gained):>6} {len(p.lost):>5} "
+            f"{f'{len(p.wrong[0])} -> {len(p.wrong[1])}':>9}"
+        )
+        notes += [f"  {name} {fps:g} fps gained {_visit(k)}" for k in p.gained]
+        notes += [f"  {name} {fps:g} fps lost {_visit(k)}" for k in p.lost]
+        for arm, wrong in zip(names, p.wrong, strict=True):
+            notes += [f"  {name} {fps:g} fps wrong through {arm}: {w}" for w in wrong]
+    return "\n".join([*lines, *notes])
+
+
+def _median(values: list[float]) -> str:
+    return f"{float(np.median(values)):.2f}" if values else "-"
+
+
+def _visit(key: VisitKey) -> str:
+    kind, seed, obj, visit = key
+    return f"{kind}-{seed} object {obj} visit {visit + 1}"
+
+
 def _factory(
     name: str, detector_threshold: float | None, overrides: dict[str, Any]
 ) -> Callable[[], Voter]:
@@ -706,6 +779,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     synth.add_argument(
         "--jobs", type=int, default=1, help="processes that render clips missing from the cache"
     )
+    synth.add_argument(
+        "--compare",
+        type=Path,
+        metavar="DIR",
+        help="also run the same clips through the cards in DIR (the same tier and precision) "
+        "and compare the two visit by visit: recognitions made sooner or later, visits "
+        "gained or lost, wrong recognitions of each",
+    )
     from detectors.synth.scenes import add_scene_arguments, scene_options
 
     add_scene_arguments(parser, clips=True)  # for --source synth
@@ -736,9 +817,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{args.tier}-{args.precision} (threshold {card_threshold:g})"
         )
 
-    def prefetch(specs: Sequence[ClipSpec]) -> None:  # rendered clips, in parallel if asked
-        if card is not None and cache is not None and args.jobs > 1:
-            render_missing(card, specs, args.seconds, cache, args.jobs, options)
+    if args.compare is not None and (card is None or args.score_model.startswith("fit-")):
+        parser.error("--compare takes --source synth and --score-model card or fixed")
+
+    def prefetch(specs: Sequence[ClipSpec], model: ModelCard | None = card) -> None:
+        if model is not None and cache is not None and args.jobs > 1:  # rendered, in parallel
+            render_missing(model, specs, args.seconds, cache, args.jobs, options)
 
     overrides: dict[str, Any] = {}
     detector_threshold = card_threshold if args.score_model == "card" else None
@@ -788,6 +872,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"\nvisits whole in frame per band of {what}:")
                 for low, high, visits, hit in bands:
                     print(f"  {low:>4g}-{high:<4g} {hit:>5} of {visits:>5} recognized")
+    if args.compare is not None:
+        other = find_card(args.tier, args.precision, args.compare)
+        prefetch(specs, other)
+        threshold = other.threshold if args.score_model == "card" else None
+        tallies_other = evaluate(
+            make_clips(synth_source(other, args.seconds, cache, options), specs),
+            parse_voters(args.voters, overrides, threshold),
+            rates,
+            args.min_view,
+            args.clear,
+            args.visible_contrast,
+        )
+        print(f"\nthe same clips through {args.compare} (threshold {other.threshold:g}):")
+        print(format_table(tallies_other))
+        pairs = {key: pair(tallies[key], tallies_other[key]) for key in tallies}
+        print("\n" + format_pairs(pairs, (str(args.models_dir), str(args.compare))))
     return 0
 
 

@@ -1,4 +1,5 @@
 import dataclasses
+import json
 import math
 import sys
 import types
@@ -50,6 +51,55 @@ def test_score_clip_counts_events(events, true, repeated, covered, delays):
     assert (tally.recognized, tally.true, tally.repeated) == (len(events), true, repeated)
     assert (tally.visits, tally.covered, tally.delays) == (1, covered, delays)
     assert tally.false_in_negative == 0
+
+
+def tally_of(*events, kind="fu", clarity=(0.9,)):
+    """A tally of one 40-frame clip (one visit, 0.5-1.3 s) with ``events`` (frame, event)."""
+    tally = evaluate.Tally()
+    clip = clip_with(kind=kind, n=40, visits=((0.5, 1.3),), clarity=clarity)
+    evaluate.score_clip(clip, updates_with(events, n=40), tally, 1.0, 0.75)
+    return tally
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "same", "earlier", "later", "gained", "lost", "wrong"),
+    [
+        # nothing either way
+        ((), (), 0, [], [], [], [], (0, 0)),
+        # the same frame: same
+        (((24, recognized(0.8)),), ((24, recognized(0.8)),), 1, [], [], [], [], (0, 0)),
+        # sooner and later, by the seconds between (a short, hard visit counts too)
+        (((30, recognized(1.0)),), ((18, recognized(0.6)),), 0, [0.4], [], [], [], (0, 0)),
+        (((18, recognized(0.6)),), ((30, recognized(1.0)),), 0, [], [0.4], [], [], (0, 0)),
+        # a visit only one of them recognized
+        ((), ((24, recognized(0.8)),), 0, [], [], [("fu", 0, 1, 0)], [], (0, 0)),
+        (((24, recognized(0.8)),), (), 0, [], [], [], [("fu", 0, 1, 0)], (0, 0)),
+        # a recognition on nothing: wrong, listed per arm
+        ((), ((24, recognized(0.8, ELSEWHERE)),), 0, [], [], [], [], (0, 1)),
+    ],
+)
+def test_two_detectors_are_compared_visit_by_visit(
+    first, second, same, earlier, later, gained, lost, wrong
+):
+    paired = evaluate.pair(tally_of(*first, clarity=(0.5,)), tally_of(*second))
+    assert paired.same == same
+    assert paired.earlier == [pytest.approx(d) for d in earlier]
+    assert paired.later == [pytest.approx(d) for d in later]
+    assert (paired.gained, paired.lost) == (gained, lost)
+    assert tuple(len(w) for w in paired.wrong) == wrong
+
+
+def test_the_comparison_table_names_what_differs():
+    first = tally_of((30, recognized(1.0)))
+    second = tally_of((18, recognized(0.6)), (35, recognized(1.17, ELSEWHERE)), kind="mixed")
+    pairs = {("balanced", 30.0): evaluate.pair(first, second)}
+    text = evaluate.format_pairs(pairs, ("shipped", "new"))
+    assert text.splitlines()[0] == "new against shipped, the same clips:"
+    row = text.splitlines()[3].split()
+    assert row == ["balanced", "30", "0", "0", "-", "0", "-", "1", "1", "0", "->", "1"]
+    assert "  balanced 30 fps gained mixed-0 object 1 visit 1" in text
+    assert "  balanced 30 fps lost fu-0 object 1 visit 1" in text
+    assert "  balanced 30 fps wrong through new: mixed-0 at 1.17 s" in text
 
 
 @pytest.mark.parametrize(
@@ -170,6 +220,38 @@ def test_main_renders_missing_synth_clips_in_worker_processes(tmp_path, capsys):
     assert len(bands) == len(evaluate.CONTRAST_BANDS) + 1
     assert sum(int(line.split(" of ")[1].split()[0]) for line in bands) >= 1  # rendered 福
     assert len(list((tmp_path / "cache").rglob("*.npz"))) == 4  # mixed 0, fu 1, two negatives
+
+
+def test_main_compares_two_models_on_the_same_clips(tmp_path, capsys):
+    for folder, threshold in (("a", None), ("b", 0.9)):
+        (tmp_path / folder).mkdir()
+        for suffix in (".json", ".onnx"):
+            name = f"fu_s.int8{suffix}"
+            (tmp_path / folder / name).write_bytes((evaluate.MODELS_DIR / name).read_bytes())
+        if threshold is not None:
+            card = tmp_path / folder / "fu_s.int8.json"
+            raw = json.loads(card.read_text(encoding="utf-8"))
+            card.write_text(json.dumps(raw | {"threshold": threshold}), encoding="utf-8")
+    argv = (
+        "--source synth --tier s --clips 2 --negative-hours 0.0001 --seconds 0.2 --fps 15 "
+        f"--voters balanced --jobs 2 --models-dir {tmp_path / 'a'} --compare {tmp_path / 'b'} "
+        f"--cache {tmp_path / 'cache'} --min-view 0.1"
+    )
+    assert evaluate.main(argv.split()) == 0
+    out = capsys.readouterr().out
+    assert f"the same clips through {tmp_path / 'b'} (threshold 0.9):" in out
+    assert f"{tmp_path / 'b'} against {tmp_path / 'a'}, the same clips:" in out
+    assert out.count("\nbalanced ") == 3  # each model's table and the comparison
+    assert [len(list(f.glob("*.npz"))) for f in (tmp_path / "cache").iterdir()] == [4, 4]
+
+
+@pytest.mark.parametrize(
+    "argv", [["--compare", "models"], ["--source", "synth", "--score-model", "fit-frame"]]
+)
+def test_main_compares_rendered_clips_only_on_the_cards_score_model(argv, capsys):
+    with pytest.raises(SystemExit):
+        evaluate.main([*argv, "--compare", "models"])
+    assert "--compare takes --source synth" in capsys.readouterr().err
 
 
 def test_main_renders_clips_with_scene_options_into_their_own_cache(tmp_path, capsys):
