@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from detectors.card import MODELS_DIR, ModelCard, find_card
+from detectors.card import MODELS_DIR, ModelCard, ModelCardError, find_card
 from detectors.core import Box, Detector, iou, touches_edge
 from voting.core import VoteEvent, Voter, VoteUpdate
 from voting.evidence import ScoreModel
@@ -817,8 +817,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{args.tier}-{args.precision} (threshold {card_threshold:g})"
         )
 
-    if args.compare is not None and (card is None or args.score_model.startswith("fit-")):
-        parser.error("--compare takes --source synth and --score-model card or fixed")
+    other = None  # --compare's card, checked before anything is rendered
+    if args.compare is not None:
+        if card is None or args.score_model.startswith("fit-"):
+            parser.error("--compare takes --source synth and --score-model card or fixed")
+        try:
+            other = find_card(args.tier, args.precision, args.compare)
+        except ModelCardError as exc:
+            parser.error(f"--compare: {exc}")
 
     def prefetch(specs: Sequence[ClipSpec], model: ModelCard | None = card) -> None:
         if model is not None and cache is not None and args.jobs > 1:  # rendered, in parallel
@@ -872,8 +878,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"\nvisits whole in frame per band of {what}:")
                 for low, high, visits, hit in bands:
                     print(f"  {low:>4g}-{high:<4g} {hit:>5} of {visits:>5} recognized")
-    if args.compare is not None:
-        other = find_card(args.tier, args.precision, args.compare)
+    if other is not None:
         prefetch(specs, other)
         threshold = other.threshold if args.score_model == "card" else None
         tallies_other = evaluate(

@@ -246,12 +246,18 @@ def test_main_compares_two_models_on_the_same_clips(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    "argv", [["--compare", "models"], ["--source", "synth", "--score-model", "fit-frame"]]
+    ("argv", "error"),
+    [
+        (["--compare", "models"], "--compare takes --source synth"),
+        (["--source", "synth", "--score-model", "fit-frame"], "--compare takes --source synth"),
+        (["--source", "synth"], "--compare: no int8 model for tier 's'"),
+    ],
 )
-def test_main_compares_rendered_clips_only_on_the_cards_score_model(argv, capsys):
+def test_main_refuses_a_comparison_it_cannot_make_before_rendering(argv, error, tmp_path, capsys):
     with pytest.raises(SystemExit):
-        evaluate.main([*argv, "--compare", "models"])
-    assert "--compare takes --source synth" in capsys.readouterr().err
+        evaluate.main([*argv, "--compare", str(tmp_path), "--cache", str(tmp_path / "cache")])
+    assert error in capsys.readouterr().err
+    assert not (tmp_path / "cache").exists()
 
 
 def test_main_renders_clips_with_scene_options_into_their_own_cache(tmp_path, capsys):
