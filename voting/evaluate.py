@@ -798,8 +798,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = scene_options(args)
     except ValueError as exc:
         parser.error(str(exc))
-    card_threshold = None  # the noise model has no card
-    card = None
+    card = None  # the noise model has no card
     cache = Path(args.cache) if args.cache else None
     changes = options.changes()
     if args.source == "sim":
@@ -811,10 +810,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         card = find_card(args.tier, args.precision, args.models_dir)
         source = synth_source(card, args.seconds, cache, options)
         length = args.seconds
-        card_threshold = card.threshold
         described = (
             f"rendered clips (detectors.synth{f', {changes}' if changes else ''}) through model "
-            f"{args.tier}-{args.precision} (threshold {card_threshold:g})"
+            f"{args.tier}-{args.precision} (threshold {card.threshold:g})"
         )
 
     other = None  # --compare's card, checked before anything is rendered
@@ -831,7 +829,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             render_missing(model, specs, args.seconds, cache, args.jobs, options)
 
     overrides: dict[str, Any] = {}
-    detector_threshold = card_threshold if args.score_model == "card" else None
     if args.score_model.startswith("fit-"):
         config = make_config()
         cal_seeds = range(CALIBRATION_SEED, CALIBRATION_SEED + args.calibration_clips)
@@ -850,12 +847,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("  score >= " + " ".join(f"{e:5.2f}" for e in (0.3, *model.edges)))
         print("  LLR      " + " ".join(f"{v:5.2f}" for v in model.llrs))
         print(f"  miss LLR {model.miss_llr:.2f}\n")
-    voters = parse_voters(args.voters, overrides, detector_threshold)
     seeds = range(args.seed, args.seed + args.clips)
     specs = clip_specs(seeds, args.negative_hours * 3600, length)
-    prefetch(specs)
-    clips = make_clips(source, specs)
-    tallies = evaluate(clips, voters, rates, args.min_view, args.clear, args.visible_contrast)
+
+    def tallies_through(
+        clips_of: ClipSource, model: ModelCard | None
+    ) -> dict[tuple[str, float], Tally]:
+        """The voters on ``specs``' clips from ``clips_of`` (rendered through ``model``, whose
+        threshold the sessions' curve moves to with ``--score-model card``)."""
+        prefetch(specs, model)
+        threshold = model.threshold if model is not None and args.score_model == "card" else None
+        voters = parse_voters(args.voters, overrides, threshold)
+        clips = make_clips(clips_of, specs)
+        return evaluate(clips, voters, rates, args.min_view, args.clear, args.visible_contrast)
+
+    tallies = tallies_through(source, card)
     print(
         f"{args.clips} positive clips, {args.negative_hours:g} h of negative video, {described}; "
         f"recall: visits >= {args.min_view:g} s with median score >= {args.clear:g} "
@@ -879,16 +885,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for low, high, visits, hit in bands:
                     print(f"  {low:>4g}-{high:<4g} {hit:>5} of {visits:>5} recognized")
     if other is not None:
-        prefetch(specs, other)
-        threshold = other.threshold if args.score_model == "card" else None
-        tallies_other = evaluate(
-            make_clips(synth_source(other, args.seconds, cache, options), specs),
-            parse_voters(args.voters, overrides, threshold),
-            rates,
-            args.min_view,
-            args.clear,
-            args.visible_contrast,
-        )
+        tallies_other = tallies_through(synth_source(other, args.seconds, cache, options), other)
         print(f"\nthe same clips through {args.compare} (threshold {other.threshold:g}):")
         print(format_table(tallies_other))
         pairs = {key: pair(tallies[key], tallies_other[key]) for key in tallies}
