@@ -5,10 +5,11 @@ training, wallpapers of three Debian packages: the nature photos of
 ``mate-backgrounds`` (close-ups of flowers, leaves and grass, colourful where
 scikit-image's are mostly grey or microscopic), the photos and gradients of
 ``plasma-workspace-wallpapers`` (warm autumn leaves, boats, cups, forest, sea) and
-the bright abstract art of ``ukui-wallpapers``. A detector that has seen 28 photos
-finds fewer 福 on the held-out ones (``coffee``, ``motorcycle_left``) than on
-those; more and more varied ones are the cure that costs no download. Where any
-is not installed (the GPU machine), a pack written by
+the bright abstract art of ``ukui-wallpapers``. Trained on 28 photos, the detector
+missed 福 mostly on two of the held-out ones (``coffee``, ``motorcycle_left``); the
+42 wallpapers added for run 23 lifted recall of 福 whole in frame through the vote by
+a point (docs/detector.md, "Run 23"). Where any is not installed (the GPU machine),
+a pack written by
 ``python -m detectors.synth.backgrounds --pack PATH`` stands in for them.
 """
 
