@@ -9,8 +9,7 @@ the bright abstract art of ``ukui-wallpapers``. Trained on 28 photos, the detect
 missed 福 mostly on two of the held-out ones (``coffee``, ``motorcycle_left``); the
 42 wallpapers added for run 23 lifted recall of 福 whole in frame through the vote by
 a point (docs/detector.md, "Run 23"). Where any is not installed (the GPU machine),
-a pack written by
-``python -m detectors.synth.backgrounds --pack PATH`` stands in for them.
+a pack written by ``python -m detectors.synth.backgrounds --pack PATH`` stands in.
 """
 
 from __future__ import annotations
