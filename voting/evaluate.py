@@ -141,7 +141,8 @@ class Tally:
     checks: int = 0
     """Times the voter asked the detector's check (:class:`detectors.core.Confirmer`)."""
     decided: dict[VisitKey, float] = field(default_factory=dict)
-    """Seconds from the start of each recognized visit to its recognition, clear or not."""
+    """Seconds from the start of each recognized visit to its recognition, clear or not; a
+    later recognition of a visit already here is a repeat."""
     wrong: list[str] = field(default_factory=list)
     """Each recognition that matches no 福: ``kind-seed at t s``."""
     seconds: float = 0.0
@@ -297,11 +298,10 @@ def score_clip(
     ``min_view`` seconds, whatever their clarity, in ``whole_seen`` too.
     Delays are of the clear visits only.
     """
-    claimed: dict[tuple[int, int], float] = {}
     for update, i in zip(updates, clip.frame_index, strict=True):
         for event in update.events:
             if event.event == "recognized":
-                _score_recognition(clip, event, int(i), claimed, tally)
+                _score_recognition(clip, event, int(i), tally)
     tally.seconds += clip.duration
     if clip.kind in ("negative", "empty"):
         tally.negative_seconds += clip.duration
@@ -311,7 +311,7 @@ def score_clip(
         for v, ((start, end), clarity) in enumerate(zip(obj.visits, obj.clarity, strict=True)):
             if end - start < min_view:
                 continue
-            delay = claimed.get((obj.id, v))
+            delay = tally.decided.get((clip.kind, clip.seed, obj.id, v))
             if whole_in_frame(obj.boxes, (start, end), min_view):
                 height = _visit_height(obj.boxes, (start, end))
                 whole = WholeVisit(obj.contrast, height, delay is not None)
@@ -373,9 +373,7 @@ def _missed(
     )
 
 
-def _score_recognition(
-    clip: Clip, event: VoteEvent, i: int, claimed: dict[tuple[int, int], float], tally: Tally
-) -> None:
+def _score_recognition(clip: Clip, event: VoteEvent, i: int, tally: Tally) -> None:
     tally.recognized += 1
     obj = _matching_object(clip, event.box, i)
     if obj is None or clip.objects[obj].label != FU:
@@ -384,11 +382,11 @@ def _score_recognition(
         return
     visits = clip.objects[obj].visits
     v = min(range(len(visits)), key=lambda k: _distance_to_span(event.t, visits[k]))
-    key = (clip.objects[obj].id, v)
-    if key in claimed:
+    key = (clip.kind, clip.seed, clip.objects[obj].id, v)
+    if key in tally.decided:
         tally.repeated += 1
         return
-    claimed[key] = tally.decided[(clip.kind, clip.seed, *key)] = event.t - visits[v][0]
+    tally.decided[key] = event.t - visits[v][0]
     tally.true += 1
 
 
