@@ -1,11 +1,14 @@
 """Background photos for synthetic scenes, split into training and held-out evaluation sets.
 
 The photos are the sample images that scikit-image ships (no download) and, for
-training, wallpapers of three Debian packages: the nature photos of
+training, wallpapers of six Debian packages: the nature photos of
 ``mate-backgrounds`` (close-ups of flowers, leaves and grass, colourful where
 scikit-image's are mostly grey or microscopic), the photos and gradients of
-``plasma-workspace-wallpapers`` (warm autumn leaves, boats, cups, forest, sea) and
-the bright abstract art of ``ukui-wallpapers``. Trained on 28 photos, the detector
+``plasma-workspace-wallpapers`` (warm autumn leaves, boats, cups, forest, sea),
+the bright abstract art of ``ukui-wallpapers``, Ubuntu's photos in
+``lomiri-wallpapers-16.04`` and ``-20.04`` (mountains, a bridge, a fig, brushes, a
+living room, a bird on a tree) and the patterns of ``gnome-backgrounds`` (tiles,
+wood, cubes). Trained on 28 photos, the detector
 missed 福 mostly on two of the held-out ones (``coffee``, ``motorcycle_left``); the
 42 wallpapers added for run 23 lifted recall of 福 whole in frame through the vote by
 a point (docs/detector.md, "Run 23"). Where any is not installed (the GPU machine),
@@ -53,6 +56,28 @@ UKUI_WALLPAPERS = (
     "fluent-color.png", "focal-ubuntukylin.png", "goldfish.png", "rhythm.jpg", "rollpaper.png",
     "string.jpg", "the-mouse.jpg",
 )  # fmt: skip
+LOMIRI_WALLPAPERS = {
+    "lomiri-wallpapers-16.04": (
+        "Bridge_by_Sander_Klootwijk.jpg", "Dragonfly_by_Bolly.jpg", "Picture_0B_by_freespace.jpg",
+        "Picture_1A_by_freespace.jpg", "Wine_by_Jakkub_Mede.jpg",
+        "aitzgorri_by_Aitzol_Berasategi.jpg", "analogpattern_by_Peter_Nerlich.jpg",
+        "free_by_Peter_Nerlich.jpg", "friends_by_Aitzol_Berasategi.jpg",
+        "greentock_by_Peter_Nerlich.jpg", "life_by_Aitzol_Berasategi.jpg",
+        "picosdeeuropa_by_Aitzol_Berasategi.jpg", "seeding_by_Clements_Engelhardt.jpg",
+        "sunset_by_Aitzol_Berasategi.jpg", "umang_by_Abhishek_Mudgal.jpg",
+    ),
+    "lomiri-wallpapers-20.04": (
+        "Fossa_by_Jasper_Roks.jpg", "Infinite-Sea_by_Aury88.jpg", "Kleiber_by_Lukas_Baubkus.jpg",
+        "Painting-Colors_by__herobrine7gamer.jpg",
+    ),
+}  # fmt: skip
+"""Ubuntu's wallpapers of 2016 and 2020 as Debian packages them for Lomiri, by package."""
+GNOME_WALLPAPERS = tuple(
+    f"{name}-{shade}.webp"
+    for name in ("adwaita", "grid", "licorice", "pixels", "symbolic", "truchet", "wood")
+    for shade in "ld"
+)
+"""GNOME 43's bitmap wallpapers, each in its light and dark shade."""
 DEBIAN_PHOTOS: dict[str, tuple[str, Path]] = {
     **{
         name: ("mate-backgrounds", Path("/usr/share/backgrounds/mate/nature", name))
@@ -68,6 +93,15 @@ DEBIAN_PHOTOS: dict[str, tuple[str, Path]] = {
     **{
         f"ukui-{name}": ("ukui-wallpapers", Path("/usr/share/backgrounds", name))
         for name in UKUI_WALLPAPERS
+    },
+    **{
+        f"lomiri-{name}": (package, Path("/usr/share/backgrounds", name))
+        for package, names in LOMIRI_WALLPAPERS.items()
+        for name in names
+    },
+    **{
+        f"gnome-{name}": ("gnome-backgrounds", Path("/usr/share/backgrounds/gnome", name))
+        for name in GNOME_WALLPAPERS
     },
 }
 """Training photos by name: the Debian package that holds each (``make test`` installs them)

@@ -30,6 +30,9 @@ def test_training_and_held_out_photos_do_not_overlap():
         "mate-backgrounds",
         "plasma-workspace-wallpapers",
         "ukui-wallpapers",
+        "lomiri-wallpapers-16.04",
+        "lomiri-wallpapers-20.04",
+        "gnome-backgrounds",
     }
 
 
