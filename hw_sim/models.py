@@ -14,6 +14,11 @@ from hw_sim.profiles import AUTO_TIER, DeviceProfile, ProfileError
 
 ACCURACY_KEYS = ("ap50", "map50", "AP50", "mAP50", "ap", "map", "mAP", "f1", "accuracy")
 """Card ``metrics`` keys read as accuracy, first found wins (higher is better)."""
+ACCURACY_TOLERANCE = 0.01
+"""Accuracies closer than this count as equal, and the larger model wins among them. A card's
+figure is per frame on a few hundred scenes: fine-tunes that vote alike move it by this much
+and swap the order of tiers (run 23: ``m`` INT8 0.988, ``l`` INT8 0.982; run 15 the other way
+round), so a smaller tier must be clearly more accurate to be chosen over a larger one."""
 
 TIER_ORDER = ("xs", "s", "m", "l", "xl")
 WORKSPACE_FACTOR = 4.0
@@ -66,11 +71,22 @@ def card_accuracy(card: ModelCard) -> float | None:
     return None
 
 
-def _rank(spec: ModelSpec) -> tuple[float, int, int]:
-    """Sort key, most accurate last: accuracy when known, else the bigger model."""
+def _size(spec: ModelSpec) -> tuple[int, int]:
+    """Sort key, bigger last: MACs, then the tier's place in :data:`TIER_ORDER`."""
     order = TIER_ORDER.index(spec.tier) if spec.tier in TIER_ORDER else len(TIER_ORDER)
-    accuracy = spec.accuracy if spec.accuracy is not None else -1.0
-    return accuracy, spec.macs, order
+    return spec.macs, order
+
+
+def _most_accurate(specs: list[ModelSpec]) -> ModelSpec:
+    """The most accurate of ``specs``: the biggest of those within :data:`ACCURACY_TOLERANCE`
+    of the best accuracy known; where none is known, the biggest."""
+    known = [s.accuracy for s in specs if s.accuracy is not None]
+    if known:
+        best = max(known)
+        specs = [
+            s for s in specs if s.accuracy is not None and s.accuracy >= best - ACCURACY_TOLERANCE
+        ]
+    return max(specs, key=_size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,17 +138,17 @@ def choose_model(
         source = "session override" if tier else "fixed by the profile"
         return _judge(profile, spec, f"tier {wanted} {source}")
     # A build of the other precision can only be emulated if the profile knows its speed.
-    candidates = sorted((s for s in by_tier.values() if _has_speed(profile, s)), key=_rank)
+    candidates = [s for s in by_tier.values() if _has_speed(profile, s)]
     if not candidates:
         raise ModelChoiceError(
             f"profile {profile.name!r} has a speed for no shipped build "
             f"({sorted({s.precision for s in specs})})"
         )
     if not profile.emulated:
-        return _judge(profile, candidates[-1], "pass-through: the most accurate tier")
+        return _judge(profile, _most_accurate(candidates), "pass-through: the most accurate tier")
     fitting = [s for s in candidates if _judge(profile, s, "").fits]
     if fitting:
-        return _judge(profile, fitting[-1], "the most accurate tier within the budget")
+        return _judge(profile, _most_accurate(fitting), "the most accurate tier within the budget")
     fastest = min(candidates, key=lambda s: s.nominal_latency(profile))
     return _judge(profile, fastest, "no tier fits the budget: the fastest")
 
