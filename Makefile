@@ -22,18 +22,17 @@ run: $(VENV)/.run-deps
 	$(PY) run.py serve --host $(HOST) --port $(PORT)
 
 # Debian packages the tests need: chromium drives the real-browser tests (Playwright's own
-# download does not work offline); mate-backgrounds, plasma-workspace-wallpapers,
-# ukui-wallpapers, lomiri-wallpapers-16.04 and -20.04 and gnome-backgrounds hold photos of
-# the training scenes (detectors/synth/backgrounds.py).
+# download does not work offline); the wallpaper packages hold photos of the training scenes
+# (DEBIAN_PHOTOS in detectors/synth/backgrounds.py).
+WALLPAPER_PACKAGES := mate-backgrounds plasma-workspace-wallpapers ukui-wallpapers \
+	lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 gnome-backgrounds
 system-deps:
 	@missing=""; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
-	[ -d /usr/share/backgrounds/mate/nature ] || missing="$$missing mate-backgrounds"; \
-	[ -d /usr/share/wallpapers/Autumn ] || missing="$$missing plasma-workspace-wallpapers"; \
-	[ -f /usr/share/backgrounds/calla.png ] || missing="$$missing ukui-wallpapers"; \
-	[ -f /usr/share/backgrounds/Wine_by_Jakkub_Mede.jpg ] || missing="$$missing lomiri-wallpapers-16.04"; \
-	[ -f /usr/share/backgrounds/Fossa_by_Jasper_Roks.jpg ] || missing="$$missing lomiri-wallpapers-20.04"; \
-	[ -d /usr/share/backgrounds/gnome ] || missing="$$missing gnome-backgrounds"; \
+	for package in $(WALLPAPER_PACKAGES); do \
+	  [ "$$(dpkg-query -W -f='$${db:Status-Status}' $$package 2>/dev/null)" = installed ] \
+	    || missing="$$missing $$package"; \
+	done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \

@@ -102,9 +102,9 @@ def test_accuracy_from_the_cards_beats_size_when_clearly_better(s_accuracy, m_ac
 def test_the_shipped_cards_give_each_phone_the_model_its_vote_was_measured_on():
     # docs/voting.md measures mid and high on l INT8 and low on m FP32; a fine-tune that
     # swaps per-frame AP50 by noise must not move a phone to a model never voted on
+    shipped = [ModelSpec.from_card(card) for card in list_cards()]
     picked = {
-        name: choose_model(PROFILES[name], [ModelSpec.from_card(c) for c in list_cards()]).spec
-        for name in ("host", "low", "mid", "high")
+        name: choose_model(PROFILES[name], shipped).spec for name in ("host", "low", "mid", "high")
     }
     assert {name: (s.tier, s.precision) for name, s in picked.items()} == {
         "host": ("l", "int8"),
