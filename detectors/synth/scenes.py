@@ -169,19 +169,19 @@ def add_scene_arguments(parser: argparse.ArgumentParser, clips: bool = False) ->
         )
     parser.add_argument(
         "--bare-ink-share",
-        type=_share,
+        type=share_argument,
         help=f"share of posters printed as bare ink, no paper (default {_STYLE_P[-1]})",
     )
     parser.add_argument(
         "--low-contrast-share",
-        type=_share,
+        type=share_argument,
         default=0.0,
         help="share of bare-ink characters recoloured toward the scene under them, keeping "
         "30-80 %% of the colour difference (default %(default)s)",
     )
     parser.add_argument(
         "--upside-down-share",
-        type=_share,
+        type=share_argument,
         default=UPSIDE_DOWN_SHARE,
         help="share of characters printed upside down (default %(default)s)",
     )
@@ -225,7 +225,7 @@ def _fill_range(text: str) -> tuple[float, float]:
     return fill
 
 
-def _share(text: str) -> float:
+def share_argument(text: str) -> float:
     """An argparse type: a number within 0..1."""
     try:
         value = float(text)

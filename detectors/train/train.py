@@ -22,8 +22,18 @@ weights they share with it move. With ``--teacher-off-target`` as well, only
 away from the labelled 福: a retrain that is to find 福 the teacher misses
 (bare ink, say: ``--bare-ink-share``) is held near it on everything else.
 
+The learning rate warms up over ``--warmup`` steps, then follows a cosine to
+zero over ``--minutes`` (or ``--max-steps``, whichever ends first). A run
+longer than one sitting allows is cut into parts: ``--stop-at 0.5`` ends
+this part half-way through its schedule, and ``--continue`` on the saved
+checkpoint picks up the schedule and the optimizer where it stopped
+(``--resume`` would warm up and decay again from the start).
+
 GPU:  python -m detectors.train.train --device cuda --images 120000 --minutes 5 --workers 16
 CPU:  python -m detectors.train.train --device cpu --images 4000 --minutes 60 --workers 2
+Two parts of one 16-minute schedule, new scenes in the second:
+      python -m detectors.train.train --minutes 16 --stop-at 0.5 --seed 1000000 --out build/a
+      python -m detectors.train.train --continue build/a/supernet.pt --seed 2000000 --out build/b
 """
 
 from __future__ import annotations
@@ -33,13 +43,20 @@ import math
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from detectors.synth.scenes import SceneOptions, add_scene_arguments, scene_options
+from detectors.synth.scenes import (
+    SceneOptions,
+    add_scene_arguments,
+    scene_options,
+    share_argument,
+)
 from detectors.train.model import BOX_SCALE, INPUT_SCALE, TIERS, FuNet, output_size, scaled_size
 from detectors.train.targets import PEAK_HEAT, generate_parallel
 
@@ -48,6 +65,29 @@ GIOU_WEIGHT = 2.0
 L1_WEIGHT = 0.2
 SCALES = tuple(sorted(set(INPUT_SCALE.values()), reverse=True))
 """Input scales the tiers run at; scenes are rendered at the first (1.0) and shrunk."""
+SCHEDULE_DEFAULTS = {"lr": 3e-3, "warmup": 300, "minutes": 5.0, "max_steps": 30_000}
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Warm-up, then a cosine to zero over a time budget or a step budget, whichever ends first.
+
+    It is measured in steps and seconds taken since it began, over every part
+    of a run cut into parts (``--stop-at``, ``--continue``).
+    """
+
+    lr: float
+    warmup: int
+    minutes: float
+    max_steps: int
+
+    def progress(self, steps: int, seconds: float) -> float:
+        return max(steps / self.max_steps, seconds / (self.minutes * 60))
+
+    def lr_at(self, steps: int, seconds: float) -> float:
+        warm = min(1.0, (steps + 1) / self.warmup)
+        decay = 0.5 * (1 + math.cos(math.pi * min(self.progress(steps, seconds), 1.0)))
+        return self.lr * warm * decay
 
 
 def _fu_count(targets: torch.Tensor) -> torch.Tensor:
@@ -280,6 +320,18 @@ def train(args: argparse.Namespace) -> None:
     device = torch.device(args.device)
     torch.manual_seed(args.seed)
     start = time.time()
+    schedule = Schedule(args.lr, args.warmup, args.minutes, args.max_steps)
+    taken_steps, taken_seconds = 0, 0.0  # of this schedule, in earlier parts
+    checkpoint: dict[str, Any] | None = None
+    optimizer_state = None
+    if args.resume:
+        checkpoint = torch.load(args.resume, map_location="cpu")
+    if args.continue_from:
+        checkpoint = torch.load(args.continue_from, map_location="cpu")
+        schedule, taken_steps, taken_seconds, optimizer_state = _continued(
+            args.continue_from, checkpoint
+        )
+        print(f"continuing {schedule} after {taken_steps} steps, {taken_seconds:.0f}s")
     val_seeds = range(10**9, 10**9 + args.val)
     val_chunks = list(
         generate_parallel(
@@ -305,24 +357,22 @@ def train(args: argparse.Namespace) -> None:
     print(f"{stream.ready} scenes ready after {time.time() - start:.0f}s", flush=True)
 
     model = FuNet()
-    previous_steps = 0
-    if args.resume:
-        resumed = torch.load(args.resume, map_location="cpu")
-        load_prefix(model, resumed["model"])
-        previous_steps = int(resumed["steps"])
+    if checkpoint is not None:
+        load_prefix(model, checkpoint["model"])
     model = model.to(device).to(memory_format=torch.channels_last)
     teacher_net = None if args.teacher is None else frozen_supernet(args.teacher, device)
-    optim = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    optim = torch.optim.AdamW(model.parameters(), lr=schedule.lr, weight_decay=args.weight_decay)
+    if optimizer_state is not None:
+        optim.load_state_dict(optimizer_state)
     use_amp = device.type == "cuda"
     shifting = args.shift_weight > 0 or args.hold_down_weight > 0
-    budget = args.minutes * 60
     train_start = time.time()
     step = 0
     progress = 0.0
-    while progress < 1.0:
-        progress = max(step / args.max_steps, (time.time() - train_start) / budget)
-        warm = min(1.0, (step + 1) / args.warmup)
-        lr = args.lr * warm * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+    while progress < args.stop_at:  # the step that reaches it is taken too
+        steps, seconds = taken_steps + step, taken_seconds + time.time() - train_start
+        progress = schedule.progress(steps, seconds)
+        lr = schedule.lr_at(steps, seconds)
         for group in optim.param_groups:
             group["lr"] = lr
         images, y = stream.batch(args.batch)
@@ -364,8 +414,8 @@ def train(args: argparse.Namespace) -> None:
         optim.step()
         if step % 100 == 0:
             shown = " ".join(f"{k}={v:.3f}" for k, v in losses.items())
-            print(f"step {step} {time.time() - train_start:.0f}s lr={lr:.5f} {shown}", flush=True)
-        if step % 1000 == 0 or progress >= 1.0:
+            print(f"step {steps} {seconds:.0f}s lr={lr:.5f} {shown}", flush=True)
+        if step % 1000 == 0 or progress >= args.stop_at:
             print(f"  val {evaluate_loss(model, val)} ({stream.ready} scenes)", flush=True)
         step += 1
     out = Path(args.out)
@@ -375,11 +425,33 @@ def train(args: argparse.Namespace) -> None:
         {
             "model": {k: v.cpu() for k, v in model.state_dict().items()},
             "args": {k: v if not isinstance(v, Path) else str(v) for k, v in vars(args).items()},
-            "steps": step + previous_steps,
+            "steps": step + (0 if checkpoint is None else int(checkpoint["steps"])),
+            "schedule": asdict(schedule),
+            "schedule_taken": {
+                "steps": taken_steps + step,
+                "seconds": taken_seconds + time.time() - train_start,
+            },
+            "optimizer": optim.state_dict(),
         },
         out / "supernet.pt",
     )
     print(f"saved {out / 'supernet.pt'} after {step} steps, {time.time() - start:.0f}s in all")
+
+
+def _continued(
+    path: Path, checkpoint: dict[str, Any]
+) -> tuple[Schedule, int, float, dict[str, Any]]:
+    """The schedule ``checkpoint`` stopped in, the steps and seconds of it taken, the optimizer."""
+    if "schedule" not in checkpoint:
+        raise SystemExit(f"{path} was not saved by a training part: --resume starts from it")
+    schedule = Schedule(**checkpoint["schedule"])
+    steps, seconds = (
+        int(checkpoint["schedule_taken"]["steps"]),
+        checkpoint["schedule_taken"]["seconds"],
+    )
+    if schedule.progress(steps, seconds) >= 1.0:
+        raise SystemExit(f"{path} finished its schedule: --resume starts a new one from it")
+    return schedule, steps, float(seconds), checkpoint["optimizer"]
 
 
 def frozen_supernet(path: Path, device: torch.device) -> FuNet:
@@ -422,15 +494,32 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--width", type=int, default=320)
     parser.add_argument("--height", type=int, default=240)
     parser.add_argument("--batch", type=int, default=128)
-    parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--weight-decay", type=float, default=5e-4)
-    parser.add_argument("--warmup", type=int, default=300)
-    parser.add_argument("--max-steps", type=int, default=30_000)
-    parser.add_argument("--minutes", type=float, default=5.0, help="training time budget")
+    for name, kind, what in (
+        ("lr", float, "peak learning rate"),
+        ("warmup", int, "warm-up steps"),
+        ("max-steps", int, "step budget"),
+        ("minutes", float, "training time budget"),
+    ):
+        default = SCHEDULE_DEFAULTS[name.replace("-", "_")]
+        parser.add_argument(f"--{name}", type=kind, help=f"{what} (default {default}; schedule)")
+    parser.add_argument(
+        "--stop-at",
+        type=share_argument,
+        default=1.0,
+        help="end this part when this share of the schedule is taken; --continue goes on",
+    )
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--min-ready", type=int, default=8000, help="scenes before training starts")
-    parser.add_argument("--resume", type=Path, help="a supernet.pt to start from")
+    start = parser.add_mutually_exclusive_group()
+    start.add_argument("--resume", type=Path, help="a supernet.pt to start from, a new schedule")
+    start.add_argument(
+        "--continue",
+        dest="continue_from",
+        type=Path,
+        help="a supernet.pt saved by --stop-at: its schedule and optimizer go on",
+    )
     add_scene_arguments(parser)
     parser.add_argument(
         "--teacher", type=Path, help="a supernet.pt that --teacher-tiers are held near"
@@ -458,7 +547,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--max-shift", type=float, default=2.0, help="largest shift of the second view, pixels"
     )
-    train(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    given = [name for name in SCHEDULE_DEFAULTS if getattr(args, name) is not None]
+    if args.continue_from and given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        parser.error(f"--continue goes on with the checkpoint's schedule; drop {flags}")
+    for name, default in SCHEDULE_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+    train(args)
 
 
 if __name__ == "__main__":

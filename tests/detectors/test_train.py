@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch")
 from detectors.train.model import FuNet  # noqa: E402
 from detectors.train.targets import make_targets  # noqa: E402
 from detectors.train.train import (  # noqa: E402
+    Schedule,
     distill_loss,
     frozen_supernet,
     main,
@@ -159,26 +160,32 @@ def test_a_frozen_supernet_computes_its_checkpoint_without_gradients(tmp_path: P
             torch.testing.assert_close(ours, theirs)
 
 
-def test_a_run_held_near_a_teacher_trains_and_saves(tmp_path: Path) -> None:
-    torch.manual_seed(0)
-    torch.save({"model": FuNet().state_dict(), "steps": 5}, tmp_path / "start.pt")
-    # Its own process, as training runs: scene workers forked from a process whose torch
-    # threads are running (this one, after other tests) can deadlock.
+def _train_tiny(*args: str) -> None:
+    """A few steps of training on tiny scenes, in its own process, as training runs: scene
+    workers forked from a process whose torch threads are running (this one, after other
+    tests) can deadlock."""
     subprocess.run(
         [
             sys.executable, "-m", "detectors.train.train",
             "--device", "cpu", "--images", "8", "--val", "4", "--batch", "2",
-            "--width", "64", "--height", "48", "--max-steps", "2", "--warmup", "1",
-            "--min-ready", "8", "--resume", str(tmp_path / "start.pt"),
-            "--teacher", str(tmp_path / "start.pt"), "--teacher-tiers", "l", "s",
-            "--teacher-off-target",
-            "--shift-weight", "1.0", "--hold-down-weight", "2.0", "--max-shift", "1.5",
-            "--bare-ink-share", "0.5", "--upside-down-share", "0.4",
-            "--out", str(tmp_path / "out"),
+            "--width", "64", "--height", "48", "--min-ready", "8", *args,
         ],
         check=True,
         timeout=240,
         cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+
+
+def test_a_run_held_near_a_teacher_trains_and_saves(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    torch.save({"model": FuNet().state_dict(), "steps": 5}, tmp_path / "start.pt")
+    _train_tiny(
+        "--max-steps", "2", "--warmup", "1", "--resume", str(tmp_path / "start.pt"),
+        "--teacher", str(tmp_path / "start.pt"), "--teacher-tiers", "l", "s",
+        "--teacher-off-target",
+        "--shift-weight", "1.0", "--hold-down-weight", "2.0", "--max-shift", "1.5",
+        "--bare-ink-share", "0.5", "--upside-down-share", "0.4",
+        "--out", str(tmp_path / "out"),
     )  # fmt: skip
     saved = torch.load(tmp_path / "out" / "supernet.pt", map_location="cpu")
     assert saved["steps"] == 5 + 3  # the step that reaches the budget is taken too
@@ -210,3 +217,64 @@ def test_off_target_the_teacher_has_no_say_on_a_labelled_fu() -> None:
     assert distill_loss(*student, teacher, targets) > distill_loss(*teacher, teacher, targets) + 1
     student_heat[0, 0, 10, 14] = 6.0  # and fires far from any 福: held back there
     assert distill_loss(*student, teacher, targets, off_target=True) > floor + 1
+
+
+SCHEDULE = Schedule(lr=1.0, warmup=4, minutes=1.0, max_steps=100)
+
+
+@pytest.mark.parametrize(
+    ("steps", "seconds", "progress", "lr"),
+    [
+        (0, 0.0, 0.0, 0.25),  # warming up: a quarter of the way after the first step
+        (3, 0.0, 0.03, 0.998),  # warm; the cosine has barely begun
+        (50, 0.0, 0.5, 0.5),  # half the steps
+        (10, 30.0, 0.5, 0.5),  # half the minute: whichever budget is further on counts
+        (100, 0.0, 1.0, 0.0),
+        (120, 90.0, 1.5, 0.0),  # past the end: stays at zero
+    ],
+)
+def test_the_schedule_warms_up_then_decays_over_the_budget_that_ends_first(
+    steps: int, seconds: float, progress: float, lr: float
+) -> None:
+    assert SCHEDULE.progress(steps, seconds) == pytest.approx(progress)
+    assert SCHEDULE.lr_at(steps, seconds) == pytest.approx(lr, abs=1e-3)
+
+
+def test_a_run_cut_into_parts_goes_on_where_it_stopped(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    torch.save({"model": FuNet().state_dict(), "steps": 5}, tmp_path / "start.pt")
+    first, second = tmp_path / "first", tmp_path / "second"
+    _train_tiny(
+        "--max-steps", "4", "--warmup", "1", "--lr", "0.01", "--stop-at", "0.5",
+        "--resume", str(tmp_path / "start.pt"), "--out", str(first),
+    )  # fmt: skip
+    stopped = torch.load(first / "supernet.pt", map_location="cpu")
+    assert stopped["schedule"] == {"lr": 0.01, "warmup": 1, "minutes": 5.0, "max_steps": 4}
+    assert stopped["schedule_taken"]["steps"] == 3  # at 0, 1/4 and 1/2 of the schedule
+    _train_tiny("--continue", str(first / "supernet.pt"), "--seed", "9", "--out", str(second))
+    ended = torch.load(second / "supernet.pt", map_location="cpu")
+    assert ended["schedule"] == stopped["schedule"]
+    assert ended["schedule_taken"]["steps"] == 5  # at 3/4 and at the end
+    assert ended["steps"] == 5 + 3 + 2
+    # Adam's moments went on too: the optimizer counts every step of the schedule
+    assert {int(state["step"]) for state in ended["optimizer"]["state"].values()} == {5}
+    with pytest.raises(SystemExit, match="finished its schedule: --resume starts a new one"):
+        main(["--continue", str(second / "supernet.pt"), "--device", "cpu"])
+    with pytest.raises(SystemExit, match="not saved by a training part: --resume starts"):
+        main(["--continue", str(tmp_path / "start.pt"), "--device", "cpu"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--continue", "a.pt", "--lr", "0.1", "--minutes", "3"], "drop --lr, --minutes"),
+        (["--continue", "a.pt", "--resume", "b.pt"], "not allowed with argument"),
+        (["--stop-at", "2"], "must be within 0..1, got '2'"),
+    ],
+)
+def test_contradicting_schedule_flags_are_refused_before_any_work(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main([*argv, "--device", "cpu"])
+    assert message in capsys.readouterr().err
