@@ -320,18 +320,20 @@ def train(args: argparse.Namespace) -> None:
     device = torch.device(args.device)
     torch.manual_seed(args.seed)
     start = time.time()
-    schedule = Schedule(args.lr, args.warmup, args.minutes, args.max_steps)
-    taken_steps, taken_seconds = 0, 0.0  # of this schedule, in earlier parts
     checkpoint: dict[str, Any] | None = None
     optimizer_state = None
-    if args.resume:
-        checkpoint = torch.load(args.resume, map_location="cpu")
     if args.continue_from:
         checkpoint = torch.load(args.continue_from, map_location="cpu")
         schedule, taken_steps, taken_seconds, optimizer_state = _continued(
             args.continue_from, checkpoint
         )
+        vars(args).update(asdict(schedule))  # saved with the checkpoint: the schedule it ran
         print(f"continuing {schedule} after {taken_steps} steps, {taken_seconds:.0f}s")
+    else:
+        schedule = Schedule(args.lr, args.warmup, args.minutes, args.max_steps)
+        taken_steps, taken_seconds = 0, 0.0  # of this schedule, in earlier parts
+        if args.resume:
+            checkpoint = torch.load(args.resume, map_location="cpu")
     val_seeds = range(10**9, 10**9 + args.val)
     val_chunks = list(
         generate_parallel(
@@ -553,7 +555,7 @@ def main(argv: list[str] | None = None) -> None:
         flags = ", ".join("--" + name.replace("_", "-") for name in given)
         parser.error(f"--continue goes on with the checkpoint's schedule; drop {flags}")
     for name, default in SCHEDULE_DEFAULTS.items():
-        if getattr(args, name) is None:
+        if getattr(args, name) is None and not args.continue_from:
             setattr(args, name, default)
     train(args)
 

@@ -254,6 +254,7 @@ def test_a_run_cut_into_parts_goes_on_where_it_stopped(tmp_path: Path) -> None:
     _train_tiny("--continue", str(first / "supernet.pt"), "--seed", "9", "--out", str(second))
     ended = torch.load(second / "supernet.pt", map_location="cpu")
     assert ended["schedule"] == stopped["schedule"]
+    assert {k: ended["args"][k] for k in stopped["schedule"]} == stopped["schedule"]
     assert ended["schedule_taken"]["steps"] == 5  # at 3/4 and at the end
     assert ended["steps"] == 5 + 3 + 2
     # Adam's moments went on too: the optimizer counts every step of the schedule
