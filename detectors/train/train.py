@@ -25,15 +25,15 @@ away from the labelled 福: a retrain that is to find 福 the teacher misses
 The learning rate warms up over ``--warmup`` steps, then follows a cosine to
 zero over ``--minutes`` (or ``--max-steps``, whichever ends first). A run
 longer than one sitting allows is cut into parts: ``--stop-at 0.5`` ends
-this part half-way through its schedule, and ``--continue`` on the saved
+this part half-way through its schedule, and ``--continue-from`` on the saved
 checkpoint picks up the schedule and the optimizer where it stopped
 (``--resume`` would warm up and decay again from the start).
 
 GPU:  python -m detectors.train.train --device cuda --images 120000 --minutes 5 --workers 16
 CPU:  python -m detectors.train.train --device cpu --images 4000 --minutes 60 --workers 2
 Two parts of one 16-minute schedule, new scenes in the second:
-      python -m detectors.train.train --minutes 16 --stop-at 0.5 --seed 1000000 --out build/a
-      python -m detectors.train.train --continue build/a/supernet.pt --seed 2000000 --out build/b
+      python -m detectors.train.train --minutes 16 --stop-at 0.5 --seed 1000000 --out a
+      python -m detectors.train.train --continue-from a/supernet.pt --seed 2000000 --out b
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ class Schedule:
     """Warm-up, then a cosine to zero over a time budget or a step budget, whichever ends first.
 
     It is measured in steps and seconds taken since it began, over every part
-    of a run cut into parts (``--stop-at``, ``--continue``).
+    of a run cut into parts (``--stop-at``, ``--continue-from``).
     """
 
     lr: float
@@ -509,7 +509,7 @@ def main(argv: list[str] | None = None) -> None:
         "--stop-at",
         type=share_argument,
         default=1.0,
-        help="end this part when this share of the schedule is taken; --continue goes on",
+        help="end this part when this share of the schedule is taken; --continue-from goes on",
     )
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
@@ -517,8 +517,7 @@ def main(argv: list[str] | None = None) -> None:
     start = parser.add_mutually_exclusive_group()
     start.add_argument("--resume", type=Path, help="a supernet.pt to start from, a new schedule")
     start.add_argument(
-        "--continue",
-        dest="continue_from",
+        "--continue-from",
         type=Path,
         help="a supernet.pt saved by --stop-at: its schedule and optimizer go on",
     )
@@ -553,7 +552,7 @@ def main(argv: list[str] | None = None) -> None:
     given = [name for name in SCHEDULE_DEFAULTS if getattr(args, name) is not None]
     if args.continue_from and given:
         flags = ", ".join("--" + name.replace("_", "-") for name in given)
-        parser.error(f"--continue goes on with the checkpoint's schedule; drop {flags}")
+        parser.error(f"--continue-from goes on with the checkpoint's schedule; drop {flags}")
     for name, default in SCHEDULE_DEFAULTS.items():
         if getattr(args, name) is None and not args.continue_from:
             setattr(args, name, default)

@@ -251,7 +251,7 @@ def test_a_run_cut_into_parts_goes_on_where_it_stopped(tmp_path: Path) -> None:
     stopped = torch.load(first / "supernet.pt", map_location="cpu")
     assert stopped["schedule"] == {"lr": 0.01, "warmup": 1, "minutes": 5.0, "max_steps": 4}
     assert stopped["schedule_taken"]["steps"] == 3  # at 0, 1/4 and 1/2 of the schedule
-    _train_tiny("--continue", str(first / "supernet.pt"), "--seed", "9", "--out", str(second))
+    _train_tiny("--continue-from", str(first / "supernet.pt"), "--seed", "9", "--out", str(second))
     ended = torch.load(second / "supernet.pt", map_location="cpu")
     assert ended["schedule"] == stopped["schedule"]
     assert {k: ended["args"][k] for k in stopped["schedule"]} == stopped["schedule"]
@@ -260,16 +260,16 @@ def test_a_run_cut_into_parts_goes_on_where_it_stopped(tmp_path: Path) -> None:
     # Adam's moments went on too: the optimizer counts every step of the schedule
     assert {int(state["step"]) for state in ended["optimizer"]["state"].values()} == {5}
     with pytest.raises(SystemExit, match="finished its schedule: --resume starts a new one"):
-        main(["--continue", str(second / "supernet.pt"), "--device", "cpu"])
+        main(["--continue-from", str(second / "supernet.pt"), "--device", "cpu"])
     with pytest.raises(SystemExit, match="not saved by a training part: --resume starts"):
-        main(["--continue", str(tmp_path / "start.pt"), "--device", "cpu"])
+        main(["--continue-from", str(tmp_path / "start.pt"), "--device", "cpu"])
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--continue", "a.pt", "--lr", "0.1", "--minutes", "3"], "drop --lr, --minutes"),
-        (["--continue", "a.pt", "--resume", "b.pt"], "not allowed with argument"),
+        (["--continue-from", "a.pt", "--lr", "0.1", "--minutes", "3"], "drop --lr, --minutes"),
+        (["--continue-from", "a.pt", "--resume", "b.pt"], "not allowed with argument"),
         (["--stop-at", "2"], "must be within 0..1, got '2'"),
     ],
 )
