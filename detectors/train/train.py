@@ -65,7 +65,13 @@ GIOU_WEIGHT = 2.0
 L1_WEIGHT = 0.2
 SCALES = tuple(sorted(set(INPUT_SCALE.values()), reverse=True))
 """Input scales the tiers run at; scenes are rendered at the first (1.0) and shrunk."""
-SCHEDULE_DEFAULTS = {"lr": 3e-3, "warmup": 300, "minutes": 5.0, "max_steps": 30_000}
+SCHEDULE_FLAGS = {
+    "lr": (3e-3, "peak learning rate"),
+    "warmup": (300, "warm-up steps"),
+    "minutes": (5.0, "training time budget"),
+    "max_steps": (30_000, "step budget"),
+}
+"""The schedule's flags: default and meaning. ``--continue-from`` takes them from the checkpoint."""
 
 
 @dataclass(frozen=True)
@@ -447,13 +453,15 @@ def _continued(
     if "schedule" not in checkpoint:
         raise SystemExit(f"{path} was not saved by a training part: --resume starts from it")
     schedule = Schedule(**checkpoint["schedule"])
-    steps, seconds = (
-        int(checkpoint["schedule_taken"]["steps"]),
-        checkpoint["schedule_taken"]["seconds"],
-    )
+    taken = checkpoint["schedule_taken"]
+    steps, seconds = int(taken["steps"]), float(taken["seconds"])
     if schedule.progress(steps, seconds) >= 1.0:
         raise SystemExit(f"{path} finished its schedule: --resume starts a new one from it")
-    return schedule, steps, float(seconds), checkpoint["optimizer"]
+    return schedule, steps, seconds, checkpoint["optimizer"]
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
 
 
 def frozen_supernet(path: Path, device: torch.device) -> FuNet:
@@ -497,14 +505,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--height", type=int, default=240)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--weight-decay", type=float, default=5e-4)
-    for name, kind, what in (
-        ("lr", float, "peak learning rate"),
-        ("warmup", int, "warm-up steps"),
-        ("max-steps", int, "step budget"),
-        ("minutes", float, "training time budget"),
-    ):
-        default = SCHEDULE_DEFAULTS[name.replace("-", "_")]
-        parser.add_argument(f"--{name}", type=kind, help=f"{what} (default {default}; schedule)")
+    for name, (default, what) in SCHEDULE_FLAGS.items():
+        parser.add_argument(
+            _flag(name), type=type(default), help=f"{what} (default {default}; schedule)"
+        )
     parser.add_argument(
         "--stop-at",
         type=share_argument,
@@ -549,11 +553,11 @@ def main(argv: list[str] | None = None) -> None:
         "--max-shift", type=float, default=2.0, help="largest shift of the second view, pixels"
     )
     args = parser.parse_args(argv)
-    given = [name for name in SCHEDULE_DEFAULTS if getattr(args, name) is not None]
+    given = [name for name in SCHEDULE_FLAGS if getattr(args, name) is not None]
     if args.continue_from and given:
-        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        flags = ", ".join(_flag(name) for name in given)
         parser.error(f"--continue-from goes on with the checkpoint's schedule; drop {flags}")
-    for name, default in SCHEDULE_DEFAULTS.items():
+    for name, (default, _) in SCHEDULE_FLAGS.items():
         if getattr(args, name) is None and not args.continue_from:
             setattr(args, name, default)
     train(args)
