@@ -164,7 +164,7 @@ def test_a_candidate_the_first_look_saw_big_enough_gets_no_close_up_at_fill() ->
 @pytest.mark.parametrize(
     ("seed", "content", "frame", "turned"),
     [
-        (3, "fu", 0, True),  # a 福 framed big (no close-up at min_zoom 1.5): still checked
+        (16, "fu", 0, True),  # a 福 framed big (no close-up at min_zoom 1.5): still checked
         (5, "fu", 0, True),  # a small 福
         (1815, "negative", 42, False),  # a look-alike: 0.85 one way up, 0.12 the other
         (1732, "fu", 90, False),  # 蝠 cut by the top edge
@@ -199,10 +199,10 @@ def with_fills(card: ModelCard, *extra: float) -> OnnxDetector:
 
 def test_a_large_fu_without_a_close_up_at_fill_gets_one_at_a_larger_share() -> None:
     card = find_card("l", "int8")
-    clip = make_clip(8354, n_frames=1)  # a thin red 福 177 px high on a rocket at night
+    clip = make_clip(16152, n_frames=1)  # a black 福 174 px high, turned, on a motorcycle
     frame, truth = clip.frames[0], tuple(clip.boxes[0][0].tolist())
     fill_only, more = with_fills(card).detect(frame), with_fills(card, 0.6).detect(frame)
-    assert not any(iou(d.box, truth) >= 0.5 for d in fill_only)  # the first look alone: 0.50
+    assert not any(iou(d.box, truth) >= 0.5 for d in fill_only)  # the first look alone: 0.688
     found = [d for d in more if iou(d.box, truth) >= 0.5]
     assert len(found) == 1 and found[0].score >= card.threshold
     assert more.runs == 2  # the first look and the one close-up that magnifies enough
