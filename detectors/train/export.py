@@ -34,6 +34,7 @@ from detectors.train.model import (
     input_size,
     materialize,
 )
+from detectors.train.train import command_line
 
 INPUT_NAME = "images"
 THRESHOLD = 0.6
@@ -123,8 +124,7 @@ def main(argv: list[str] | None = None) -> None:
         + " ".join(f"{t}={INPUT_SCALE[t]}" for t in TIERS)
         + ", switchable BN, sandwich rule, in-place distillation from l to the tiers at its size",
         "note": args.note,
-        "command": "python -m detectors.train.train "
-        + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in train_args.items() if k != "out"),
+        "command": command_line(train_args),
     }
     settings = QuantSettings(args.format, args.per_channel, args.activations, tuple(args.exclude))
     quant_info = settings.describe() | {

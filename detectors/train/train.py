@@ -493,7 +493,8 @@ def evaluate_loss(
     return result
 
 
-def main(argv: list[str] | None = None) -> None:
+def make_parser() -> argparse.ArgumentParser:
+    """The command line of a training run (:func:`main`; :func:`command_line` writes one back)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
@@ -552,6 +553,34 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--max-shift", type=float, default=2.0, help="largest shift of the second view, pixels"
     )
+    return parser
+
+
+def command_line(args: dict[str, Any]) -> str:
+    """The command that runs training with ``args`` (a checkpoint's), as one would type it:
+    flags at their defaults, unset or off are left out, and ``--out`` is the caller's. A
+    continued run's schedule is its checkpoint's, so its flags are left out too (they would be
+    refused beside ``--continue-from``)."""
+    words = ["python -m detectors.train.train"]
+    skipped = {"out"} | (set(SCHEDULE_FLAGS) if args.get("continue_from") else set())
+    for action in make_parser()._actions:
+        value = args.get(action.dest)
+        if action.dest in skipped or value is None or value is False or value == action.default:
+            continue
+        words.append(action.option_strings[-1])
+        if value is True:
+            continue
+        if isinstance(value, tuple):  # a LOW:HIGH range
+            words.append(":".join(map(str, value)))
+        elif isinstance(value, list):
+            words.extend(map(str, value))
+        else:
+            words.append(str(value))
+    return " ".join(words)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = make_parser()
     args = parser.parse_args(argv)
     given = [name for name in SCHEDULE_FLAGS if getattr(args, name) is not None]
     if args.continue_from and given:

@@ -14,9 +14,11 @@ from detectors.train.model import FuNet  # noqa: E402
 from detectors.train.targets import make_targets  # noqa: E402
 from detectors.train.train import (  # noqa: E402
     Schedule,
+    command_line,
     distill_loss,
     frozen_supernet,
     main,
+    make_parser,
     shift_consistency_loss,
     shift_hold_down_loss,
     shifted_views,
@@ -279,3 +281,24 @@ def test_contradicting_schedule_flags_are_refused_before_any_work(
     with pytest.raises(SystemExit):
         main([*argv, "--device", "cpu"])
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["--images", "220000", "--lr", "0.0004", "--minutes", "16.6", "--stop-at", "0.5"],
+        ["--resume", "a.pt", "--cut-look-alikes", "--glyph-fill", "0.2:0.6"],
+        ["--teacher", "t.pt", "--teacher-tiers", "l", "--teacher-off-target", "--seed", "7"],
+        ["--continue-from", "part.pt", "--seed", "25400000", "--bare-ink-share", "0.3"],
+    ],
+)
+def test_the_recorded_command_runs_as_the_run_was_made(argv: list[str]) -> None:
+    args = vars(make_parser().parse_args([*argv, "--out", "build/x"]))
+    if args["continue_from"]:  # train() records the schedule the checkpoint gave it
+        args |= {"lr": 0.0004, "warmup": 300, "minutes": 16.6, "max_steps": 30000}
+    command = command_line(args)
+    assert command.startswith("python -m detectors.train.train")
+    assert "--out" not in command and "None" not in command and "False" not in command
+    again = vars(make_parser().parse_args(command.split()[3:]))
+    assert again == vars(make_parser().parse_args(argv))
