@@ -499,7 +499,7 @@ def make_parser() -> argparse.ArgumentParser:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--out", default="build/detector")
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--device", help="cuda or cpu (default: cuda where there is one)")
     parser.add_argument("--images", type=int, default=120_000)
     parser.add_argument("--val", type=int, default=2000)
     parser.add_argument("--width", type=int, default=320)
@@ -582,6 +582,8 @@ def command_line(args: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = make_parser()
     args = parser.parse_args(argv)
+    # resolved here, not as the flag's default, so the recorded command names the device
+    args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     given = [name for name in SCHEDULE_FLAGS if getattr(args, name) is not None]
     if args.continue_from and given:
         flags = ", ".join(_flag(name) for name in given)

@@ -290,7 +290,7 @@ def test_contradicting_schedule_flags_are_refused_before_any_work(
         ["--images", "220000", "--lr", "0.0004", "--minutes", "16.6", "--stop-at", "0.5"],
         ["--resume", "a.pt", "--cut-look-alikes", "--glyph-fill", "0.2:0.6"],
         ["--teacher", "t.pt", "--teacher-tiers", "l", "--teacher-off-target", "--seed", "7"],
-        ["--continue-from", "part.pt", "--seed", "25400000", "--bare-ink-share", "0.3"],
+        ["--continue-from", "part.pt", "--device", "cuda", "--bare-ink-share", "0.3"],
     ],
 )
 def test_the_recorded_command_runs_as_the_run_was_made(argv: list[str]) -> None:
