@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import shlex
 import threading
 import time
 from collections.abc import Iterator
@@ -561,7 +562,7 @@ def command_line(args: dict[str, Any]) -> str:
     flags at their defaults, unset or off are left out, and ``--out`` is the caller's. A
     continued run's schedule is its checkpoint's, so its flags are left out too (they would be
     refused beside ``--continue-from``)."""
-    words = ["python -m detectors.train.train"]
+    words = ["python", "-m", "detectors.train.train"]
     skipped = {"out"} | (set(SCHEDULE_FLAGS) if args.get("continue_from") else set())
     for action in make_parser()._actions:
         value = args.get(action.dest)
@@ -576,7 +577,7 @@ def command_line(args: dict[str, Any]) -> str:
             words.extend(map(str, value))
         else:
             words.append(str(value))
-    return " ".join(words)
+    return shlex.join(words)
 
 
 def main(argv: list[str] | None = None) -> None:

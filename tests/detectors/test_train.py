@@ -1,5 +1,6 @@
 """Training with a teacher and with shifted views (training-only code: skipped without torch)."""
 
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable
@@ -300,5 +301,5 @@ def test_the_recorded_command_runs_as_the_run_was_made(argv: list[str]) -> None:
     command = command_line(args)
     assert command.startswith("python -m detectors.train.train")
     assert "--out" not in command and "None" not in command and "False" not in command
-    again = vars(make_parser().parse_args(command.split()[3:]))
+    again = vars(make_parser().parse_args(shlex.split(command)[3:]))
     assert again == vars(make_parser().parse_args(argv))
