@@ -159,7 +159,13 @@ def distill_loss(
     """
     t_heat, t_box = (t.detach() for t in teacher)
     peaks = _fu_count(targets)
-    heat_kd = F.binary_cross_entropy_with_logits(heat, torch.sigmoid(t_heat), reduction="none")
+    # Binary KL divergence: cross-entropy less the teacher's own entropy. The gradient is the
+    # same; the printed loss reads 0 for a student that matches (cross-entropy alone showed
+    # the entropy, about 90 on a batch, as if the tier were far off).
+    soft = torch.sigmoid(t_heat)
+    heat_kd = F.binary_cross_entropy_with_logits(
+        heat, soft, reduction="none"
+    ) - F.binary_cross_entropy_with_logits(t_heat, soft, reduction="none")
     if off_target:
         return (heat_kd * targets[:, 0:1].lt(OFF_TARGET_HEAT)).sum() / peaks
     weight = targets[:, 5:6]

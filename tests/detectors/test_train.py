@@ -206,20 +206,36 @@ def test_a_share_outside_0_1_is_refused_before_any_work(
     assert "must be within 0..1, got '1.5'" in capsys.readouterr().err
 
 
-def test_off_target_the_teacher_has_no_say_on_a_labelled_fu() -> None:
+def _one_fu_targets() -> torch.Tensor:
+    """Targets of one 福 at (16, 16)-(48, 48) on maps of 12 x 16 cells."""
     boxes = np.array([[16, 16, 48, 48]], np.float32)
-    heat, ltrb, weight = make_targets(boxes, 96, 128)  # maps of 12 x 16 cells
-    targets = torch.from_numpy(np.concatenate([heat[None], ltrb, weight[None]]))[None]
+    heat, ltrb, weight = make_targets(boxes, 96, 128)
+    return torch.from_numpy(np.concatenate([heat[None], ltrb, weight[None]]))[None]
+
+
+def test_off_target_the_teacher_has_no_say_on_a_labelled_fu() -> None:
+    targets = _one_fu_targets()
     teacher = (torch.full((1, 1, 12, 16), -6.0), torch.zeros(1, 4, 12, 16))
     student_heat = teacher[0].clone()
     student_heat[0, 0, 4, 4] = 6.0  # the student finds the 福 the teacher missed...
     student = (student_heat, torch.ones(1, 4, 12, 16))  # ...with other boxes
-    # (soft targets: a student that is the teacher still has the targets' entropy as loss)
-    floor = distill_loss(*teacher, teacher, targets, off_target=True)
-    torch.testing.assert_close(distill_loss(*student, teacher, targets, off_target=True), floor)
-    assert distill_loss(*student, teacher, targets) > distill_loss(*teacher, teacher, targets) + 1
+    zero = torch.zeros(())
+    torch.testing.assert_close(distill_loss(*teacher, teacher, targets), zero)  # KL, no entropy
+    torch.testing.assert_close(distill_loss(*student, teacher, targets, off_target=True), zero)
+    assert distill_loss(*student, teacher, targets) > 1
     student_heat[0, 0, 10, 14] = 6.0  # and fires far from any 福: held back there
-    assert distill_loss(*student, teacher, targets, off_target=True) > floor + 1
+    assert distill_loss(*student, teacher, targets, off_target=True) > 1
+
+
+def test_distillation_pulls_the_student_the_same_way_as_cross_entropy() -> None:
+    # KL differs from cross-entropy by the teacher's entropy alone: the same gradient.
+    targets = _one_fu_targets()
+    teacher = (torch.randn(1, 1, 12, 16), torch.zeros(1, 4, 12, 16))
+    student = torch.randn(1, 1, 12, 16, requires_grad=True)
+    distill_loss(student, torch.zeros(1, 4, 12, 16), teacher, targets).backward()
+    expected = (torch.sigmoid(student) - torch.sigmoid(teacher[0])).detach()
+    assert student.grad is not None
+    torch.testing.assert_close(student.grad, expected)  # one 福: divided by 1
 
 
 SCHEDULE = Schedule(lr=1.0, warmup=4, minutes=1.0, max_steps=100)
