@@ -70,6 +70,13 @@ def make_targets(
     return heat, ltrb, weight
 
 
+def target_channels(boxes: Boxes, height: int, width: int, ignore: Boxes | None = None) -> Array:
+    """:func:`make_targets` as one ``(6, h, w)`` array, channels heat, l, t, r, b, weight: the
+    layout the training losses read."""
+    heat, ltrb, weight = make_targets(boxes, height, width, ignore)
+    return np.concatenate([heat[None], ltrb, weight[None]])
+
+
 def _scene(
     seed: int,
     width: int,
@@ -83,8 +90,7 @@ def _scene(
     targets = []
     for scale in scales:
         w, h = scaled_size(width, height, scale)
-        heat, ltrb, weight = make_targets(scene.boxes * scale, h, w, scene.ignore * scale)
-        targets.append(np.concatenate([heat[None], ltrb, weight[None]]))
+        targets.append(target_channels(scene.boxes * scale, h, w, scene.ignore * scale))
     return rgb, targets
 
 

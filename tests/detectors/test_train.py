@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from detectors.train.model import FuNet  # noqa: E402
-from detectors.train.targets import make_targets  # noqa: E402
+from detectors.train.targets import target_channels  # noqa: E402
 from detectors.train.train import (  # noqa: E402
     Schedule,
     command_line,
@@ -209,8 +209,7 @@ def test_a_share_outside_0_1_is_refused_before_any_work(
 def _one_fu_targets() -> torch.Tensor:
     """Targets of one 福 at (16, 16)-(48, 48) on maps of 12 x 16 cells."""
     boxes = np.array([[16, 16, 48, 48]], np.float32)
-    heat, ltrb, weight = make_targets(boxes, 96, 128)
-    return torch.from_numpy(np.concatenate([heat[None], ltrb, weight[None]]))[None]
+    return torch.from_numpy(target_channels(boxes, 96, 128))[None]
 
 
 def test_off_target_the_teacher_has_no_say_on_a_labelled_fu() -> None:
