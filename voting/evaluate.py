@@ -115,6 +115,33 @@ class MissedVisit:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class WrongRecognition:
+    """A ``recognized`` that matches no 福, and what its track showed the voter up to it."""
+
+    kind: str
+    seed: int
+    t: float
+    box: Box | None
+    """The box the event reported (``None``: the voter gave none)."""
+    scores: tuple[float, ...]
+    """The detector's score on each frame the track was found on, up to the recognition."""
+    frames: int
+    """Frames the voter saw from the track's first detection to the recognition."""
+
+    def describe(self) -> str:
+        where = f"{self.kind}-{self.seed} at {self.t:.2f} s"
+        if self.box is None:
+            return where
+        x0, y0, x1, y1 = self.box
+        cut = ", cut by the frame's edge" if touches_edge(self.box, (FRAME_W, FRAME_H)) else ""
+        found = f"found on {len(self.scores)} of {self.frames} frames"
+        if self.scores:
+            low, high, median = min(self.scores), max(self.scores), np.median(self.scores)
+            found += f" at {low:.2f}-{high:.2f} (median {median:.2f})"
+        return f"{where}: {x1 - x0:.0f}x{y1 - y0:.0f} px at ({x0:.0f}, {y0:.0f}){cut}, {found}"
+
+
 @dataclass(slots=True)
 class Tally:
     """Counts and samples of one voter at one frame rate, summed over clips."""
@@ -143,8 +170,8 @@ class Tally:
     decided: dict[VisitKey, float] = field(default_factory=dict)
     """Seconds from the start of each recognized visit to its recognition, clear or not; a
     later recognition of a visit already here is a repeat."""
-    wrong: list[str] = field(default_factory=list)
-    """Each recognition that matches no 福: ``kind-seed at t s``."""
+    wrong: list[WrongRecognition] = field(default_factory=list)
+    """Each recognition that matches no 福."""
     seconds: float = 0.0
     """Video seen, positive and negative."""
 
@@ -298,10 +325,10 @@ def score_clip(
     ``min_view`` seconds, whatever their clarity, in ``whole_seen`` too.
     Delays are of the clear visits only.
     """
-    for update, i in zip(updates, clip.frame_index, strict=True):
+    for n, (update, i) in enumerate(zip(updates, clip.frame_index, strict=True)):
         for event in update.events:
             if event.event == "recognized":
-                _score_recognition(clip, event, int(i), tally)
+                _score_recognition(clip, event, int(i), tally, updates[: n + 1])
     tally.seconds += clip.duration
     if clip.kind in ("negative", "empty"):
         tally.negative_seconds += clip.duration
@@ -373,12 +400,15 @@ def _missed(
     )
 
 
-def _score_recognition(clip: Clip, event: VoteEvent, i: int, tally: Tally) -> None:
+def _score_recognition(
+    clip: Clip, event: VoteEvent, i: int, tally: Tally, so_far: Sequence[VoteUpdate]
+) -> None:
+    """Count ``event``, made at base frame ``i`` after the voter's updates ``so_far``."""
     tally.recognized += 1
     obj = _matching_object(clip, event.box, i)
     if obj is None or clip.objects[obj].label != FU:
         tally.false_in_negative += clip.kind in ("negative", "empty")
-        tally.wrong.append(f"{clip.kind}-{clip.seed} at {event.t:.2f} s")
+        tally.wrong.append(_wrong(clip, event, so_far))
         return
     visits = clip.objects[obj].visits
     v = min(range(len(visits)), key=lambda k: _distance_to_span(event.t, visits[k]))
@@ -388,6 +418,13 @@ def _score_recognition(clip: Clip, event: VoteEvent, i: int, tally: Tally) -> No
         return
     tally.decided[key] = event.t - visits[v][0]
     tally.true += 1
+
+
+def _wrong(clip: Clip, event: VoteEvent, so_far: Sequence[VoteUpdate]) -> WrongRecognition:
+    found = [[d.score for d in update.detections if d.track == event.track] for update in so_far]
+    first = next((n for n, scores in enumerate(found) if scores), len(found))
+    scores = tuple(s for frame in found[first:] for s in frame)
+    return WrongRecognition(clip.kind, clip.seed, event.t, event.box, scores, len(found) - first)
 
 
 def _distance_to_span(t: float, span: tuple[float, float]) -> float:
@@ -655,7 +692,7 @@ class Paired:
     gained: list[VisitKey]
     """Visits only the second recognized; ``lost``: only the first."""
     lost: list[VisitKey]
-    wrong: tuple[list[str], list[str]]
+    wrong: tuple[list[WrongRecognition], list[WrongRecognition]]
 
 
 def pair(first: Tally, second: Tally) -> Paired:
@@ -691,7 +728,7 @@ def format_pairs(pairs: dict[tuple[str, float], Paired], names: tuple[str, str])
         notes += [f"  {name} {fps:g} fps gained {_visit(k)}" for k in p.gained]
         notes += [f"  {name} {fps:g} fps lost {_visit(k)}" for k in p.lost]
         for arm, wrong in zip(names, p.wrong, strict=True):
-            notes += [f"  {name} {fps:g} fps wrong through {arm}: {w}" for w in wrong]
+            notes += [f"  {name} {fps:g} fps wrong through {arm}: {w.describe()}" for w in wrong]
     return "\n".join([*lines, *notes])
 
 
@@ -759,7 +796,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="after the table, the visits whole in frame that the first voter at the first "
         "frame rate never recognized (clip kind-seed, object, seconds, median score, height, "
-        "ink contrast), and its recall of them per band of ink contrast",
+        "ink contrast), its recall of them per band of ink contrast and height, and its wrong "
+        "recognitions (clip kind-seed, seconds, box, the scores of its track up to then)",
     )
     parser.add_argument(
         "--visible-contrast",
@@ -882,6 +920,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"\nvisits whole in frame per band of {what}:")
                 for low, high, visits, hit in bands:
                     print(f"  {low:>4g}-{high:<4g} {hit:>5} of {visits:>5} recognized")
+        print(
+            f"\n{len(first.wrong)} of {first.recognized} recognitions by {name} at {fps:g} fps "
+            "matched no 福:"
+        )
+        for wrong in first.wrong:
+            print(f"  {wrong.describe()}")
     if other is not None:
         tallies_other = tallies_through(synth_source(other, args.seconds, cache, options), other)
         print(f"\nthe same clips through {args.compare} (threshold {other.threshold:g}):")

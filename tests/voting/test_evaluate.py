@@ -9,7 +9,7 @@ import pytest
 
 from detectors.core import Detection, Detections
 from voting import evaluate
-from voting.core import VoteEvent, VoteUpdate
+from voting.core import TrackedDetection, VoteEvent, VoteUpdate
 from voting.presets import make_voter
 from voting.rendered import detected_clip, link_objects
 from voting.simulate import FU, NEGATIVE, Clip, ClipCheck, GroundTruthObject
@@ -464,12 +464,51 @@ def test_visible_visits_are_the_whole_ones_whose_ink_stands_out(contrast, events
     assert sum(n for _, _, n, _ in by_height) == 1  # BOX is 100 px high: measured always
 
 
+CUT = (560.0, 0.0, 640.0, 90.0)  # touches the top and right edges of the 640x480 frame
+
+
+@pytest.mark.parametrize(
+    ("box", "seen", "described"),
+    [
+        # found on frames 10-12 and 14 of its track (13 missed): four scores of five frames
+        (
+            ELSEWHERE,
+            {10: 0.7, 11: 0.9, 12: 0.8, 14: 0.75},
+            "fu-0 at 0.47 s: 50x50 px at (400, 300), found on 4 of 5 frames at 0.70-0.90 "
+            "(median 0.78)",
+        ),
+        (
+            CUT,
+            {14: 0.95},
+            "fu-0 at 0.47 s: 80x90 px at (560, 0), cut by the frame's edge, found on 1 of 1 "
+            "frames at 0.95-0.95 (median 0.95)",
+        ),
+        (None, {14: 0.95}, "fu-0 at 0.47 s"),  # a voter that gave no box
+    ],
+)
+def test_a_wrong_recognition_is_listed_with_what_its_track_showed(box, seen, described):
+    updates = [VoteUpdate() for _ in range(60)]
+    for i, score in seen.items():
+        other = TrackedDetection(FU, 0.99, BOX, 1)  # the real 福's track, not this one's
+        updates[i] = VoteUpdate((other, TrackedDetection(FU, score, box or CUT, 7)))
+    event = VoteEvent("recognized", FU, 7, 14 / 30, 0.999, box)
+    updates[14] = dataclasses.replace(updates[14], events=(event,))
+    tally = evaluate.Tally()
+    evaluate.score_clip(clip_with(), updates, tally, 1.0, 0.75)
+    assert len(tally.wrong) == 1
+    wrong = tally.wrong[0]
+    assert (wrong.frames, wrong.scores) == (15 - min(seen), tuple(seen.values()))
+    assert wrong.describe() == described
+
+
 def test_main_lists_the_first_voters_misses_when_asked(capsys):
     argv = "--clips 20 --negative-hours 0.01 --fps 15,8 --voters strict,kofn --list-misses"
     assert evaluate.main(argv.split()) == 0
     head, listed = capsys.readouterr().out.split(" that strict at 15 fps never recognized:\n")
     count = int(head.rsplit("\n", 1)[1].split(" of ")[0])
     listed, heights = listed.split("\n\nvisits whole in frame per band of height (px):\n")
+    heights, wrong = heights.split("\n\n")
+    assert " recognitions by strict at 15 fps matched no 福:" in wrong.splitlines()[0]
     assert "ink contrast" not in listed  # simulated clips draw no ink: nothing to say of it
     assert len(heights.splitlines()) == len(evaluate.HEIGHT_BANDS) + 1
     lines = listed.splitlines()
