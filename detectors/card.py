@@ -83,6 +83,11 @@ class ModelCard:
     macs: int = 0
     params: int = 0
     zoom: ZoomSpec | None = None
+    vote: dict[str, bool | int | float] = field(default_factory=dict)
+    """Fields of the sequential vote that streams of this model start from, where this
+    model's errors need another setting than the presets' (e.g. ``confirm_margin`` for a
+    model whose check a look-alike passes now and then); a session's own ``voting``
+    options override them. Names are checked where a voter is made (``voting.make_voter``)."""
     metrics: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -120,10 +125,20 @@ def read_card(path: Path) -> ModelCard:
             macs=int(raw.get("macs", 0)),
             params=int(raw.get("params", 0)),
             zoom=_zoom_spec(raw.get("zoom")),
+            vote=_vote_fields(raw.get("vote", {})),
             metrics=dict(raw.get("metrics", {})),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ModelCardError(f"bad model card {path}: {exc}") from exc
+
+
+def _vote_fields(raw: object) -> dict[str, bool | int | float]:
+    if not isinstance(raw, dict) or not all(
+        isinstance(name, str) and isinstance(value, bool | int | float)
+        for name, value in raw.items()
+    ):
+        raise ValueError(f"vote: want an object of voting fields and numbers: {raw}")
+    return dict(raw)
 
 
 def _zoom_spec(raw: dict[str, Any] | None) -> ZoomSpec | None:

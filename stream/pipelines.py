@@ -143,12 +143,14 @@ class Pipelines:
         # label (a registered target) on the object-scan curve (docs/voting.md).
         threshold: float | None = None
         labels: tuple[str, ...] = ()
+        model_fields: dict[str, Any] = {}
         if isinstance(detector, OnnxDetector):
             threshold, labels = detector.threshold, detector.card.classes
+            model_fields = detector.card.vote
         side = view_side(detector, self.targets)
         if self.targets is not None:
             detector = CombinedDetector(detector, self.targets)
-        voter = make_voter(options.preset, threshold, labels, **options.voting)
+        voter = make_voter(options.preset, threshold, labels, model_fields, **options.voting)
         return Session(
             detector, voter, simulator, send, self.executor, realtime=realtime, view_side=side
         )

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import itertools
 import math
 import sys
@@ -598,13 +599,17 @@ def parse_noise(spec: str) -> NoiseModel:
 
 
 def parse_voters(
-    spec: str, overrides: dict[str, Any], detector_threshold: float | None = None
+    spec: str,
+    overrides: dict[str, Any],
+    detector_threshold: float | None = None,
+    model_fields: dict[str, Any] | None = None,
 ) -> dict[str, Callable[[], Voter]]:
     """``"balanced,kofn:k=8:n=10,balanced:confirm=false"``: presets, each with optional
     ``:field=value`` overrides.
 
     ``overrides`` (the fitted score model) go to the sequential presets only;
-    ``detector_threshold`` goes to :func:`make_voter`, as sessions give it.
+    ``detector_threshold`` and ``model_fields`` (the card's ``vote``) go to
+    :func:`make_voter`, as sessions give them.
 
     Raises:
         ValueError: an unknown preset or field, or a value that is not a number.
@@ -614,8 +619,10 @@ def parse_voters(
         name, *fields = item.split(":")
         own: dict[str, Any] = {} if name == BASELINE else dict(overrides)
         own.update(parse_fields(fields))
-        make_voter(name, detector_threshold, **own)  # fail now, not half-way through
-        voters[item] = _factory(name, detector_threshold, own)
+        voters[item] = functools.partial(
+            make_voter, name, detector_threshold, (), model_fields, **own
+        )
+        voters[item]()  # fail now, not half-way through
     return voters
 
 
@@ -739,12 +746,6 @@ def _median(values: list[float]) -> str:
 def _visit(key: VisitKey) -> str:
     kind, seed, obj, visit = key
     return f"{kind}-{seed} object {obj} visit {visit + 1}"
-
-
-def _factory(
-    name: str, detector_threshold: float | None, overrides: dict[str, Any]
-) -> Callable[[], Voter]:
-    return lambda: make_voter(name, detector_threshold, **overrides)
 
 
 def _pct(value: float, digits: int) -> str:
@@ -893,7 +894,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         threshold the sessions' curve moves to with ``--score-model card``)."""
         prefetch(specs, model)
         threshold = model.threshold if model is not None and args.score_model == "card" else None
-        voters = parse_voters(args.voters, overrides, threshold)
+        voters = parse_voters(
+            args.voters, overrides, threshold, None if model is None else model.vote
+        )
         clips = make_clips(clips_of, specs)
         return evaluate(clips, voters, rates, args.min_view, args.clear, args.visible_contrast)
 

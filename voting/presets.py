@@ -59,6 +59,7 @@ def make_voter(
     preset: str = "balanced",
     detector_threshold: float | None = None,
     detector_labels: Collection[str] = (),
+    model_fields: Mapping[str, Any] | None = None,
     /,
     **overrides: Any,
 ) -> Voter:
@@ -76,6 +77,10 @@ def make_voter(
     other label ``OBJECT_SCAN_SCORE_MODEL``. Empty: every label gets the
     detector's curve.
 
+    ``model_fields`` are that detector's card's ``vote`` fields
+    (:attr:`detectors.card.ModelCard.vote`): the sequential presets start from
+    them, and ``overrides`` (a session's options) override them. k-of-n ignores them.
+
     Raises:
         VotingConfigError: unknown preset, unknown field, wrong type or bad value.
     """
@@ -85,6 +90,7 @@ def make_voter(
         raise VotingConfigError(
             "unknown_preset", f"unknown voting preset {preset!r}; have {preset_names()}"
         )
+    overrides = {**(model_fields or {}), **overrides}
     if "score_model" not in overrides:
         own = DEFAULT_SCORE_MODEL
         if detector_threshold is not None:

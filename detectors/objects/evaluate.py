@@ -79,7 +79,7 @@ def run_clip(
     card: ModelCard,
 ) -> Outcome:
     # The voter a session on ``card``'s model builds: targets on the object-scan curve.
-    voter = make_voter(preset, card.threshold, card.classes)
+    voter = make_voter(preset, card.threshold, card.classes, card.vote)
     out = Outcome(clips=1, frames=len(frames))
     for i, frame in enumerate(frames):
         found = index.recognise(frame)

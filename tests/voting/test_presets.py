@@ -58,6 +58,27 @@ def test_detector_labels_keep_their_curve_and_others_get_object_scans(
     assert (config.score_model, config.label_score_models) == (default, per_label)
 
 
+@pytest.mark.parametrize(
+    ("model_fields", "overrides", "margin"),
+    [
+        (None, {}, 0.0),  # no card: the preset's
+        ({"confirm_margin": 1}, {}, 1),  # the card's field is where the stream starts
+        ({"confirm_margin": 1}, {"confirm_margin": 0}, 0),  # and the session's option wins
+    ],
+)
+def test_a_models_vote_fields_start_the_stream_and_options_override_them(
+    model_fields, overrides, margin
+):
+    voter = make_voter("balanced", 0.7, (), model_fields, **overrides)
+    assert voter.config.confirm_margin == margin
+
+
+def test_a_models_vote_fields_are_checked_and_kofn_ignores_them():
+    with pytest.raises(VotingConfigError, match="unknown voting option 'wobble'"):
+        make_voter("balanced", 0.7, (), {"wobble": 1})
+    assert make_voter("kofn", 0.7, (), {"confirm_margin": 1}, k=2, n=3).k == 2
+
+
 def test_kofn_ignores_the_detector_threshold():
     assert make_voter("kofn", 0.74, k=2, n=3).k == 2
 
