@@ -106,6 +106,11 @@ class Pipelines:
         cards = list_cards()
         if not any(card.precision == precision for card in cards):
             raise RuntimeError(f"no {precision} models found in detectors/models")
+        for card in cards:  # a card's vote fields fail here, at start-up, not in a session
+            try:
+                make_voter("balanced", card.threshold, card.classes, card.vote)
+            except VotingConfigError as exc:
+                raise RuntimeError(f"bad vote fields in {card.path}: {exc}") from None
         loaded = [(ModelSpec.from_card(card), OnnxDetector(card)) for card in cards]
         primary: dict[str, Detector] = {
             spec.tier: det for spec, det in loaded if spec.precision == precision

@@ -329,7 +329,7 @@ def score_clip(
     for n, (update, i) in enumerate(zip(updates, clip.frame_index, strict=True)):
         for event in update.events:
             if event.event == "recognized":
-                _score_recognition(clip, event, int(i), tally, updates[: n + 1])
+                _score_recognition(clip, event, int(i), tally, updates, n)
     tally.seconds += clip.duration
     if clip.kind in ("negative", "empty"):
         tally.negative_seconds += clip.duration
@@ -402,14 +402,14 @@ def _missed(
 
 
 def _score_recognition(
-    clip: Clip, event: VoteEvent, i: int, tally: Tally, so_far: Sequence[VoteUpdate]
+    clip: Clip, event: VoteEvent, i: int, tally: Tally, updates: Sequence[VoteUpdate], n: int
 ) -> None:
-    """Count ``event``, made at base frame ``i`` after the voter's updates ``so_far``."""
+    """Count ``event``, made at base frame ``i`` in the voter's ``n``-th update."""
     tally.recognized += 1
     obj = _matching_object(clip, event.box, i)
     if obj is None or clip.objects[obj].label != FU:
         tally.false_in_negative += clip.kind in ("negative", "empty")
-        tally.wrong.append(_wrong(clip, event, so_far))
+        tally.wrong.append(_wrong(clip, event, updates[: n + 1]))
         return
     visits = clip.objects[obj].visits
     v = min(range(len(visits)), key=lambda k: _distance_to_span(event.t, visits[k]))
