@@ -226,6 +226,19 @@ def test_the_best_close_up_decides_and_each_is_charged() -> None:
     )
 
 
+def test_a_fu_the_first_look_scores_under_0_3_is_found_through_its_close_up() -> None:
+    card = find_card("l", "int8")
+    assert card.zoom is not None and card.zoom.candidates == 0.2
+    clip = make_clip(19382, 120, content="fu")  # a black 福 76 px high, found on few frames at 0.3
+    frame, truth = clip.frames[7], tuple(clip.boxes[7][0].tolist())
+    shipped = OnnxDetector(card)
+    first = [c for c in shipped.look(frame, 0.05) if iou(c.box, truth) >= 0.3]
+    assert 0.2 <= first[0].score < 0.3  # 0.23: a candidate at the shipped cut, not at 0.3
+    found = [d for d in shipped.detect(frame) if iou(d.box, truth) >= 0.5]
+    assert len(found) == 1 and found[0].score >= 0.9  # its close-up reads it plainly
+    assert not any(iou(d.box, truth) >= 0.5 for d in with_zoom(card, candidates=0.3).detect(frame))
+
+
 def test_a_card_reads_extra_fills(tmp_path) -> None:  # type: ignore[no-untyped-def]
     raw = json.loads(find_card("l", "int8").path.read_text(encoding="utf-8"))
     zoom = {"fill": 0.4, "candidates": 0.3, "max_candidates": 6, "extra_fills": [0.6, 0.8]}
