@@ -10,6 +10,8 @@ from typing import Any
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 MIN_ZOOM_SIDE = 32
 """A close-up smaller than this leaves the network's coarsest maps a cell or two."""
+TUNED_FIELDS = ("threshold", "threshold_rule", "zoom", "vote")
+"""A card's fields chosen by measurement after its model was exported (docs/detector.md)."""
 
 
 class ModelCardError(ValueError):
@@ -209,3 +211,16 @@ def write_card(path: Path, fields: dict[str, Any]) -> None:
 def update_card(path: Path, **fields: Any) -> None:
     """Set ``fields`` in the card at ``path``, keeping every other field as it is."""
     write_card(path, json.loads(path.read_text(encoding="utf-8")) | fields)
+
+
+def tuned_fields(path: Path) -> dict[str, Any]:
+    """The :data:`TUNED_FIELDS` the card at ``path`` has; none if there is no card there.
+
+    A retrained model starts from what was measured and chosen for the one it
+    replaces (its threshold, the second look, the vote's fields), until it is
+    measured itself.
+    """
+    if not path.exists():
+        return {}
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    return {name: raw[name] for name in TUNED_FIELDS if name in raw}

@@ -9,6 +9,8 @@ keeps its FP32 convolution weights in the widest's file
 The format (QDQ or QOperator), per-channel weights and the activation
 type are options so they can be compared; the defaults are what shipped.
 Accuracy and latency are added to the cards by ``python -m detectors.evaluate --write-cards``.
+With ``--tuned-from detectors/models`` the new cards start from the shipped cards' threshold,
+second look and vote fields (``detectors.card.TUNED_FIELDS``) instead of the bare defaults.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 import onnx
 import torch
 
-from detectors.card import MODELS_DIR, update_card, write_card
+from detectors.card import MODELS_DIR, tuned_fields, update_card, write_card
 from detectors.quantize import QuantSettings, TensorReader, card_preprocess, quantize_model
 from detectors.shared_weights import share_weights
 from detectors.synth.scenes import render_scene
@@ -108,6 +110,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--calibration", type=int, default=256, help="calibration scenes")
     parser.add_argument("--note", default="", help="how the checkpoint came about, for the cards")
+    parser.add_argument(
+        "--tuned-from",
+        type=Path,
+        help="a directory of cards (e.g. detectors/models) whose threshold, threshold rule, "
+        "second look and vote fields the new cards of the same tier and precision start from",
+    )
     args = parser.parse_args(argv)
     checkpoint = torch.load(args.checkpoint, map_location="cpu")
     supernet = FuNet()
@@ -139,6 +147,8 @@ def main(argv: list[str] | None = None) -> None:
         export_fp32(model, size, paths["fp32"])
         for precision, path in paths.items():
             card = base_card(tier, precision, size, train_info) | {"macs": macs, "params": params}
+            if args.tuned_from is not None:
+                card |= tuned_fields(args.tuned_from / f"fu_{tier}.{precision}.json")
             if precision == "int8":
                 card |= {"fp32_model": paths["fp32"].name, "quantization": quant_info}
             write_card(path.with_suffix(".json"), card)

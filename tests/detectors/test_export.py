@@ -1,0 +1,38 @@
+"""Exporting a supernet (training-only code: skipped without torch)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from detectors.card import MODELS_DIR, TUNED_FIELDS, read_card  # noqa: E402
+from detectors.train.export import THRESHOLD, main  # noqa: E402
+from detectors.train.model import FuNet  # noqa: E402
+from detectors.train.train import make_parser  # noqa: E402
+
+
+@pytest.mark.parametrize("tuned_from", [None, MODELS_DIR])
+def test_new_cards_start_from_the_tuned_fields_of_the_cards_they_replace(
+    tmp_path: Path, tuned_from: Path | None
+) -> None:
+    checkpoint = tmp_path / "supernet.pt"
+    args = vars(make_parser().parse_args([]))
+    torch.save({"model": FuNet().state_dict(), "args": args, "steps": 0}, checkpoint)
+    out = tmp_path / "cards"
+    more = [] if tuned_from is None else ["--tuned-from", str(tuned_from)]
+    command = ["--checkpoint", str(checkpoint), "--out", str(out), "--tiers", "m"]
+    main([*command, "--calibration", "2", *more])
+    for precision in ("fp32", "int8"):
+        name = f"fu_m.{precision}.json"
+        written = json.loads((out / name).read_text(encoding="utf-8"))
+        card = read_card(out / name)
+        if tuned_from is None:
+            assert card.threshold == THRESHOLD and card.zoom is None and card.vote == {}
+        else:
+            shipped = json.loads((tuned_from / name).read_text(encoding="utf-8"))
+            assert {k: written.get(k) for k in TUNED_FIELDS} == {
+                k: shipped.get(k) for k in TUNED_FIELDS
+            }
+            assert written["training"]["steps"] == 0  # the rest is the new model's
