@@ -104,7 +104,7 @@ def read_card(path: Path) -> ModelCard:
         ModelCardError: the file is missing, is not JSON, or lacks a field.
     """
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = read_card_fields(path)
         spec = raw["input"]
         outputs = raw["outputs"]
         return ModelCard(
@@ -203,6 +203,12 @@ def find_card(tier: str, precision: str = "int8", models_dir: Path = MODELS_DIR)
     raise ModelCardError(f"no {precision} model for tier {tier!r} in {models_dir}; have {have}")
 
 
+def read_card_fields(path: Path) -> dict[str, Any]:
+    """The card at ``path`` as its JSON fields, unchecked (:func:`read_card` checks them)."""
+    fields: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return fields
+
+
 def write_card(path: Path, fields: dict[str, Any]) -> None:
     """Write a card's JSON (UTF-8, indented, 福 kept readable)."""
     path.write_text(json.dumps(fields, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -210,7 +216,7 @@ def write_card(path: Path, fields: dict[str, Any]) -> None:
 
 def update_card(path: Path, **fields: Any) -> None:
     """Set ``fields`` in the card at ``path``, keeping every other field as it is."""
-    write_card(path, json.loads(path.read_text(encoding="utf-8")) | fields)
+    write_card(path, read_card_fields(path) | fields)
 
 
 def tuned_fields(path: Path) -> dict[str, Any]:
@@ -222,5 +228,5 @@ def tuned_fields(path: Path) -> dict[str, Any]:
     """
     if not path.exists():
         return {}
-    raw = json.loads(path.read_text(encoding="utf-8"))
+    raw = read_card_fields(path)
     return {name: raw[name] for name in TUNED_FIELDS if name in raw}

@@ -15,7 +15,6 @@ median single-thread latency of both, measured side by side.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ from onnxruntime.quantization import (
 )
 from onnxruntime.quantization.shape_inference import quant_pre_process
 
-from detectors.card import ModelCardError, read_card, write_card
+from detectors.card import ModelCardError, read_card, read_card_fields, write_card
 from detectors.core import ImageBGR
 from detectors.evaluate import match, median_ms
 from detectors.onnx_detector import OnnxDetector, fit_into, letterbox
@@ -288,7 +287,7 @@ def quantize_main(args: argparse.Namespace) -> Report:
     if card_path.exists():
         int8_card = int8.with_suffix(".json")
         calibration = f"{len(photos)} photos of {args.calib}, MinMax"
-        fields = json.loads(card_path.read_text(encoding="utf-8"))
+        fields = read_card_fields(card_path)
         fields.pop("metrics", None)
         fields.pop("metrics_command", None)
         write_card(

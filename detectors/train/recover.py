@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +30,7 @@ import torch
 from onnx import numpy_helper
 from torch import nn
 
-from detectors.card import MODELS_DIR
+from detectors.card import MODELS_DIR, read_card_fields
 from detectors.shared_weights import read_model
 from detectors.train.model import INPUT_SCALE, TIERS, FuNet, SlimConv, input_size, materialize
 from detectors.train.targets import generate
@@ -173,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
     print("largest heat-map difference from each file:", differences)
     if max(differences.values()) > 1e-3:
         raise SystemExit("the rebuilt supernet does not compute the files")
-    card = json.loads(paths["l"].with_suffix(".json").read_text())
+    card = read_card_fields(paths["l"].with_suffix(".json"))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     torch.save(
         {

@@ -298,20 +298,6 @@ def test_bad_zoom_specs_are_refused(tmp_path, zoom) -> None:  # type: ignore[no-
         read_card(path)
 
 
-@pytest.mark.parametrize("vote", [[1], {"confirm_margin": "one"}, {"confirm_margin": None}])
-def test_bad_vote_fields_are_refused(tmp_path, vote) -> None:  # type: ignore[no-untyped-def]
-    raw = json.loads(find_card("m", "fp32").path.read_text(encoding="utf-8"))
-    path = tmp_path / "fu_m.fp32.json"
-    path.write_text(json.dumps(raw | {"vote": vote}), encoding="utf-8")
-    with pytest.raises(ModelCardError, match="vote"):
-        read_card(path)
-
-
-def test_only_the_low_profiles_card_asks_the_vote_for_more() -> None:
-    assert find_card("m", "fp32").vote == {"confirm_margin": 1}
-    assert find_card("l", "int8").vote == {}  # docs/voting.md: nothing for l to remove
-
-
 def test_close_ups_run_at_the_size_the_card_asks_for() -> None:
     card = find_card("l", "int8")
     assert card.zoom is not None
