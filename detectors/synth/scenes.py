@@ -52,8 +52,10 @@ RADICAL_MIN_VISIBLE = 0.5
 """With ``cut_look_alikes``, a 福 is labelled only if this much of its radical is in the frame..."""
 LABEL_MIN_VISIBLE = 0.75
 """...and this much of its ink box; otherwise it is an ignored region."""
-CONTENT_MIX = (("fu", 0.55), ("negative", 0.3), ("empty", 0.15))
-"""How often ``content="mixed"`` scenes hold 福, only look-alikes, or no poster at all."""
+EMPTY_SHARE = 0.15
+"""How often a ``content="mixed"`` scene holds no poster at all..."""
+NEGATIVE_SHARE = 0.3
+"""...and how often only look-alikes (``SceneOptions.negative_share``); the rest hold 福."""
 UPSIDE_DOWN_SHARE = 0.3
 """How often a character is printed upside down (倒福, and look-alikes the same)."""
 GLYPH_FILL = (0.1, 0.75)
@@ -125,12 +127,21 @@ class SceneOptions:
     aimed: bool = False
     """The scene's first poster (a 福 where there is one) goes in its middle, where a person
     scanning aims the camera, instead of anywhere."""
+    negative_share: float = NEGATIVE_SHARE
+    """The share of ``content="mixed"`` stills that hold only look-alikes; those with 福 give
+    way (``EMPTY_SHARE`` stay empty). A clip's content is chosen by its caller, so clips refuse
+    any other share."""
 
     def __post_init__(self) -> None:
         for name in ("bare_ink_share", "upside_down_share", "low_contrast_share"):
             share = getattr(self, name)
             if share is not None and not 0.0 <= share <= 1.0:
                 raise ValueError(f"{name} must be within 0..1, got {share}")
+        if not 0.0 <= self.negative_share <= 1.0 - EMPTY_SHARE:
+            raise ValueError(
+                f"negative_share must be within 0..{1.0 - EMPTY_SHARE:g} (the rest of the "
+                f"{EMPTY_SHARE:g} empty scenes), got {self.negative_share}"
+            )
         if not _valid_fill(self.glyph_fill):
             raise ValueError(f"glyph_fill must be 0 < low <= high <= 1, got {self.glyph_fill}")
 
@@ -141,6 +152,14 @@ class SceneOptions:
             f"{f.name}={getattr(self, f.name)}"
             for f in fields(self)
             if getattr(self, f.name) != getattr(GENERATOR_MIX, f.name)
+        )
+
+    def content_p(self) -> tuple[tuple[str, float], ...]:
+        """How often a ``content="mixed"`` still holds 福, only look-alikes, or no poster."""
+        return (
+            ("fu", 1.0 - EMPTY_SHARE - self.negative_share),
+            ("negative", self.negative_share),
+            ("empty", EMPTY_SHARE),
         )
 
     def style_p(self) -> tuple[float, ...]:
@@ -159,13 +178,21 @@ GENERATOR_MIX = SceneOptions()
 
 def add_scene_arguments(parser: argparse.ArgumentParser, clips: bool = False) -> None:
     """The flags of :class:`SceneOptions`, for the commands that generate scenes; for
-    ``clips`` (:func:`make_clip`, which labels every 福) all but ``--cut-look-alikes``."""
+    ``clips`` (:func:`make_clip`, which labels every 福 and takes its content from its caller)
+    all but ``--cut-look-alikes`` and ``--negative-share``."""
     if not clips:
         parser.add_argument(
             "--cut-look-alikes",
             action="store_true",
             help="look-alikes cut by the frame edge; a 福 cut so far that it could be one of "
             "them (its radical or a quarter of its ink out of frame) is ignored, not labelled",
+        )
+        parser.add_argument(
+            "--negative-share",
+            type=share_argument,
+            default=NEGATIVE_SHARE,
+            help="share of scenes holding only look-alikes; fewer hold 福 "
+            "(default %(default)s; the generator's mix)",
         )
     parser.add_argument(
         "--bare-ink-share",
@@ -210,6 +237,7 @@ def scene_options(args: argparse.Namespace) -> SceneOptions:
         args.low_contrast_share,
         args.glyph_fill,
         args.aimed,
+        getattr(args, "negative_share", NEGATIVE_SHARE),
     )
 
 
@@ -554,11 +582,11 @@ def _degrade(rng: Rng, canvas: FloatImage) -> ImageBGR:
     return image
 
 
-def _pick_content(rng: Rng, content: Content) -> str:
+def _pick_content(rng: Rng, content: Content, options: SceneOptions) -> str:
     if content != "mixed":
         return content
-    names = [name for name, _ in CONTENT_MIX]
-    return names[rng.choice(len(names), p=[weight for _, weight in CONTENT_MIX])]
+    mix = options.content_p()
+    return mix[rng.choice(len(mix), p=[weight for _, weight in mix])][0]
 
 
 def radical_in_view(
@@ -683,7 +711,7 @@ def render_scene(
     rng = np.random.default_rng(seed)
     canvas = _background(rng, split, width, height)
     _clutter(rng, canvas, int(rng.integers(0, 6)))
-    picked = _pick_content(rng, content)
+    picked = _pick_content(rng, content, options)
     targets, ignored, _ = _place_posters(rng, canvas, split, picked, options)
     if rng.random() < 0.2:
         _clutter(rng, canvas, 1)  # may occlude a poster a little, like a hand or a door frame
@@ -712,15 +740,18 @@ def make_clip(
     and look-alike posters before and after. Boxes are ``N x 4`` float32 arrays.
 
     ``options`` change what the posters are (:class:`SceneOptions`); a clip labels
-    every 福, so ``cut_look_alikes`` is refused.
+    every 福, so ``cut_look_alikes`` is refused, and its content is the caller's, so is a
+    ``negative_share`` other than the generator's.
 
     Fast (about 10 ms a 640x480 frame) and deterministic by ``seed``.
 
     Raises:
-        ValueError: ``options.cut_look_alikes`` is set.
+        ValueError: ``options.cut_look_alikes`` is set, or ``options.negative_share`` moved.
     """
     if options.cut_look_alikes:
         raise ValueError("clips label every 福 they show: cut_look_alikes is for still scenes")
+    if options.negative_share != NEGATIVE_SHARE:
+        raise ValueError("a clip's content is its caller's: negative_share is for still scenes")
     rng = np.random.default_rng(seed)
     margin = 0.06
     big_w, big_h = round(width * (1 + 2 * margin)), round(height * (1 + 2 * margin))

@@ -186,6 +186,24 @@ def test_scene_options_refuse_a_share_outside_0_1(name: str, share: float) -> No
 def test_by_default_scenes_hold_the_generators_own_mix() -> None:
     assert SceneOptions().style_p() == scenes._STYLE_P
     assert SceneOptions().upside_down_share == scenes.UPSIDE_DOWN_SHARE
+    assert SceneOptions().content_p() == (("fu", 0.55), ("negative", 0.3), ("empty", 0.15))
+
+
+@pytest.mark.parametrize("share", [-0.1, 0.9])
+def test_scene_options_refuse_a_negative_share_that_leaves_no_room_for_empty_scenes(
+    share: float,
+) -> None:
+    with pytest.raises(ValueError, match=r"negative_share must be within 0\.\.0\.85"):
+        SceneOptions(negative_share=share)
+
+
+def test_a_negative_share_moves_mixed_stills_from_fu_to_look_alikes_only() -> None:
+    def holding_fu(options: SceneOptions) -> int:
+        stills = (render_scene(s, 64, 48, "train", "mixed", options) for s in range(300))
+        return sum(len(still.boxes) > 0 for still in stills)
+
+    usual, more = holding_fu(SceneOptions()), holding_fu(SceneOptions(negative_share=0.6))
+    assert 0.45 < usual / 300 < 0.65 and 0.17 < more / 300 < 0.33
 
 
 def test_a_bare_ink_share_keeps_the_paper_styles_in_proportion() -> None:
@@ -336,7 +354,7 @@ def test_an_aimed_fu_lands_near_the_middle_of_the_scene() -> None:
     assert np.abs(anywhere - 0.5).max() > 0.3
 
 
-def test_a_clip_follows_its_scene_options_and_refuses_cut_look_alikes() -> None:
+def test_a_clip_follows_its_scene_options_and_refuses_the_stills_own() -> None:
     close = SceneOptions(glyph_fill=(0.7, 0.75), aimed=True)
     clip = make_clip(3, n_frames=1, options=close)
     (box,) = clip.boxes[0].tolist()
@@ -344,6 +362,8 @@ def test_a_clip_follows_its_scene_options_and_refuses_cut_look_alikes() -> None:
     assert np.array_equal(make_clip(3, n_frames=1).frames[0], make_clip(3, 1).frames[0])
     with pytest.raises(ValueError, match="cut_look_alikes"):
         make_clip(3, n_frames=1, options=SceneOptions(cut_look_alikes=True))
+    with pytest.raises(ValueError, match="negative_share"):
+        make_clip(3, n_frames=1, options=SceneOptions(negative_share=0.5))
 
 
 @pytest.mark.parametrize(
@@ -358,8 +378,16 @@ def test_scene_flags_parse_to_options(argv: list[str], options: SceneOptions) ->
     parser = argparse.ArgumentParser()
     scenes.add_scene_arguments(parser, clips=True)
     assert scenes.scene_options(parser.parse_args(argv)) == options
-    with pytest.raises(SystemExit):
-        parser.parse_args(["--cut-look-alikes"])  # clips label every 福
+    for still_only in ("--cut-look-alikes", "--negative-share=0.5"):
+        with pytest.raises(SystemExit):
+            parser.parse_args([still_only])  # clips label every 福, content is the caller's
+
+
+def test_still_flags_parse_to_options() -> None:
+    parser = argparse.ArgumentParser()
+    scenes.add_scene_arguments(parser)
+    args = parser.parse_args(["--cut-look-alikes", "--negative-share", "0.45"])
+    assert scenes.scene_options(args) == SceneOptions(cut_look_alikes=True, negative_share=0.45)
 
 
 @pytest.mark.parametrize("text", ["0.6", "0.9:0.6", "0:0.5", "a:b", "0.5:1.5"])
