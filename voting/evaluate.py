@@ -149,7 +149,6 @@ class Tally:
 
     recognized: int = 0
     true: int = 0
-    repeated: int = 0
     false_in_negative: int = 0
     negative_seconds: float = 0.0
     visits: int = 0
@@ -173,8 +172,15 @@ class Tally:
     later recognition of a visit already here is a repeat."""
     wrong: list[WrongRecognition] = field(default_factory=list)
     """Each recognition that matches no 福."""
+    repeats: list[WrongRecognition] = field(default_factory=list)
+    """Each recognition of a 福 already recognized in the same visit (its track split, or
+    lost and found again while in view): it counts against precision too."""
     seconds: float = 0.0
     """Video seen, positive and negative."""
+
+    @property
+    def repeated(self) -> int:
+        return len(self.repeats)
 
     @property
     def precision(self) -> float:
@@ -415,7 +421,7 @@ def _score_recognition(
     v = min(range(len(visits)), key=lambda k: _distance_to_span(event.t, visits[k]))
     key = (clip.kind, clip.seed, clip.objects[obj].id, v)
     if key in tally.decided:
-        tally.repeated += 1
+        tally.repeats.append(_wrong(clip, event, updates[: n + 1]))
         return
     tally.decided[key] = event.t - visits[v][0]
     tally.true += 1
@@ -929,6 +935,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for wrong in first.wrong:
             print(f"  {wrong.describe()}")
+        print(f"\n{first.repeated} recognized again in a visit already recognized:")
+        for repeat in first.repeats:
+            print(f"  {repeat.describe()}")
     if other is not None:
         tallies_other = tallies_through(synth_source(other, args.seconds, cache, options), other)
         print(f"\nthe same clips through {args.compare} (threshold {other.threshold:g}):")

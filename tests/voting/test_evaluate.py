@@ -501,14 +501,25 @@ def test_a_wrong_recognition_is_listed_with_what_its_track_showed(box, seen, des
     assert wrong.describe() == described
 
 
+def test_a_repeat_is_listed_with_what_its_new_track_showed():
+    tally = evaluate.Tally()
+    events = [(24, recognized(0.8)), (40, recognized(1.33, track=2))]
+    evaluate.score_clip(clip_with(), updates_with(events), tally, min_view=1.0, clear=0.75)
+    (repeat,) = tally.repeats
+    assert (tally.true, tally.repeated, repeat.t) == (1, 1, 1.33)
+    assert repeat.describe().startswith("fu-0 at 1.33 s: ")
+    assert tally.precision == 0.5
+
+
 def test_main_lists_the_first_voters_misses_when_asked(capsys):
     argv = "--clips 20 --negative-hours 0.01 --fps 15,8 --voters strict,kofn --list-misses"
     assert evaluate.main(argv.split()) == 0
     head, listed = capsys.readouterr().out.split(" that strict at 15 fps never recognized:\n")
     count = int(head.rsplit("\n", 1)[1].split(" of ")[0])
     listed, heights = listed.split("\n\nvisits whole in frame per band of height (px):\n")
-    heights, wrong = heights.split("\n\n")
+    heights, wrong, repeats = heights.split("\n\n")
     assert " recognitions by strict at 15 fps matched no 福:" in wrong.splitlines()[0]
+    assert " recognized again in a visit already recognized:" in repeats.splitlines()[0]
     assert "ink contrast" not in listed  # simulated clips draw no ink: nothing to say of it
     assert len(heights.splitlines()) == len(evaluate.HEIGHT_BANDS) + 1
     lines = listed.splitlines()
