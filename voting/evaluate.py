@@ -803,8 +803,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="after the table, the visits whole in frame that the first voter at the first "
         "frame rate never recognized (clip kind-seed, object, seconds, median score, height, "
-        "ink contrast), its recall of them per band of ink contrast and height, and its wrong "
-        "recognitions (clip kind-seed, seconds, box, the scores of its track up to then)",
+        "ink contrast), its recall of them per band of ink contrast and height, its wrong "
+        "recognitions (clip kind-seed, seconds, box, the scores of its track up to then) and "
+        "its repeats (a 福 recognized again in one visit) the same way",
     )
     parser.add_argument(
         "--visible-contrast",
