@@ -118,7 +118,8 @@ class MissedVisit:
 
 @dataclass(frozen=True, slots=True)
 class WrongRecognition:
-    """A ``recognized`` that matches no 福, and what its track showed the voter up to it."""
+    """A ``recognized`` that counts against precision (it matches no 福, or repeats one
+    already recognized in the visit), and what its track showed the voter up to it."""
 
     kind: str
     seed: int
