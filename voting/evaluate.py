@@ -707,6 +707,7 @@ class Paired:
     """Visits only the second recognized; ``lost``: only the first."""
     lost: list[VisitKey]
     wrong: tuple[list[WrongRecognition], list[WrongRecognition]]
+    repeats: tuple[list[WrongRecognition], list[WrongRecognition]]
 
 
 def pair(first: Tally, second: Tally) -> Paired:
@@ -720,12 +721,13 @@ def pair(first: Tally, second: Tally) -> Paired:
         gained=sorted(second.decided.keys() - first.decided.keys()),
         lost=sorted(first.decided.keys() - second.decided.keys()),
         wrong=(first.wrong, second.wrong),
+        repeats=(first.repeats, second.repeats),
     )
 
 
 def format_pairs(pairs: dict[tuple[str, float], Paired], names: tuple[str, str]) -> str:
-    """A table of :func:`pair` per voter and frame rate, then the visits and wrong
-    recognitions that differ."""
+    """A table of :func:`pair` per voter and frame rate, then the visits that differ and
+    each arm's wrong recognitions and repeats."""
     width = max([10, *(len(name) for name, _ in pairs)])
     header = (
         f"{'voter':<{width}} {'fps':>4} {'same':>5} {'earlier':>7} {'by s':>5} {'later':>5} "
@@ -741,8 +743,11 @@ def format_pairs(pairs: dict[tuple[str, float], Paired], names: tuple[str, str])
         )
         notes += [f"  {name} {fps:g} fps gained {_visit(k)}" for k in p.gained]
         notes += [f"  {name} {fps:g} fps lost {_visit(k)}" for k in p.lost]
-        for arm, wrong in zip(names, p.wrong, strict=True):
-            notes += [f"  {name} {fps:g} fps wrong through {arm}: {w.describe()}" for w in wrong]
+        for what, arms in (("wrong", p.wrong), ("repeat", p.repeats)):
+            for arm, listed in zip(names, arms, strict=True):
+                notes += [
+                    f"  {name} {fps:g} fps {what} through {arm}: {w.describe()}" for w in listed
+                ]
     return "\n".join([*lines, *notes])
 
 
@@ -830,7 +835,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="DIR",
         help="also run the same clips through the cards in DIR (the same tier and precision) "
         "and compare the two visit by visit: recognitions made sooner or later, visits "
-        "gained or lost, wrong recognitions of each",
+        "gained or lost, wrong recognitions and repeats of each",
     )
     from detectors.synth.scenes import add_scene_arguments, scene_options
 

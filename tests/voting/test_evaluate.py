@@ -62,24 +62,36 @@ def tally_of(*events, kind="fu", clarity=(0.9,)):
 
 
 @pytest.mark.parametrize(
-    ("first", "second", "same", "earlier", "later", "gained", "lost", "wrong"),
+    ("first", "second", "same", "earlier", "later", "gained", "lost", "wrong", "repeats"),
     [
         # nothing either way
-        ((), (), 0, [], [], [], [], (0, 0)),
+        ((), (), 0, [], [], [], [], (0, 0), (0, 0)),
         # the same frame: same
-        (((24, recognized(0.8)),), ((24, recognized(0.8)),), 1, [], [], [], [], (0, 0)),
+        (((24, recognized(0.8)),), ((24, recognized(0.8)),), 1, [], [], [], [], (0, 0), (0, 0)),
         # sooner and later, by the seconds between (a short, hard visit counts too)
-        (((30, recognized(1.0)),), ((18, recognized(0.6)),), 0, [0.4], [], [], [], (0, 0)),
-        (((18, recognized(0.6)),), ((30, recognized(1.0)),), 0, [], [0.4], [], [], (0, 0)),
+        (((30, recognized(1.0)),), ((18, recognized(0.6)),), 0, [0.4], [], [], [], (0, 0), (0, 0)),
+        (((18, recognized(0.6)),), ((30, recognized(1.0)),), 0, [], [0.4], [], [], (0, 0), (0, 0)),
         # a visit only one of them recognized
-        ((), ((24, recognized(0.8)),), 0, [], [], [("fu", 0, 1, 0)], [], (0, 0)),
-        (((24, recognized(0.8)),), (), 0, [], [], [], [("fu", 0, 1, 0)], (0, 0)),
+        ((), ((24, recognized(0.8)),), 0, [], [], [("fu", 0, 1, 0)], [], (0, 0), (0, 0)),
+        (((24, recognized(0.8)),), (), 0, [], [], [], [("fu", 0, 1, 0)], (0, 0), (0, 0)),
         # a recognition on nothing: wrong, listed per arm
-        ((), ((24, recognized(0.8, ELSEWHERE)),), 0, [], [], [], [], (0, 1)),
+        ((), ((24, recognized(0.8, ELSEWHERE)),), 0, [], [], [], [], (0, 1), (0, 0)),
+        # the same visit recognized twice by the first (a second track): a repeat, per arm
+        (
+            ((24, recognized(0.8)), (32, recognized(1.07, track=2))),
+            ((24, recognized(0.8)),),
+            1,
+            [],
+            [],
+            [],
+            [],
+            (0, 0),
+            (1, 0),
+        ),
     ],
 )
 def test_two_detectors_are_compared_visit_by_visit(
-    first, second, same, earlier, later, gained, lost, wrong
+    first, second, same, earlier, later, gained, lost, wrong, repeats
 ):
     paired = evaluate.pair(tally_of(*first, clarity=(0.5,)), tally_of(*second))
     assert paired.same == same
@@ -87,11 +99,17 @@ def test_two_detectors_are_compared_visit_by_visit(
     assert paired.later == [pytest.approx(d) for d in later]
     assert (paired.gained, paired.lost) == (gained, lost)
     assert tuple(len(w) for w in paired.wrong) == wrong
+    assert tuple(len(r) for r in paired.repeats) == repeats
 
 
 def test_the_comparison_table_names_what_differs():
     first = tally_of((30, recognized(1.0)))
-    second = tally_of((18, recognized(0.6)), (35, recognized(1.17, ELSEWHERE)), kind="mixed")
+    second = tally_of(
+        (18, recognized(0.6)),
+        (35, recognized(1.17, ELSEWHERE)),
+        (38, recognized(1.27, track=3)),
+        kind="mixed",
+    )
     pairs = {("balanced", 30.0): evaluate.pair(first, second)}
     text = evaluate.format_pairs(pairs, ("shipped", "new"))
     assert text.splitlines()[0] == "new against shipped, the same clips:"
@@ -100,6 +118,7 @@ def test_the_comparison_table_names_what_differs():
     assert "  balanced 30 fps gained mixed-0 object 1 visit 1" in text
     assert "  balanced 30 fps lost fu-0 object 1 visit 1" in text
     assert "  balanced 30 fps wrong through new: mixed-0 at 1.17 s" in text
+    assert "  balanced 30 fps repeat through new: mixed-0 at 1.27 s" in text
 
 
 @pytest.mark.parametrize(
