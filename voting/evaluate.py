@@ -416,19 +416,21 @@ def _score_recognition(
     obj = _matching_object(clip, event.box, i)
     if obj is None or clip.objects[obj].label != FU:
         tally.false_in_negative += clip.kind in ("negative", "empty")
-        tally.wrong.append(_wrong(clip, event, updates[: n + 1]))
+        tally.wrong.append(_against_precision(clip, event, updates[: n + 1]))
         return
     visits = clip.objects[obj].visits
     v = min(range(len(visits)), key=lambda k: _distance_to_span(event.t, visits[k]))
     key = (clip.kind, clip.seed, clip.objects[obj].id, v)
     if key in tally.decided:
-        tally.repeats.append(_wrong(clip, event, updates[: n + 1]))
+        tally.repeats.append(_against_precision(clip, event, updates[: n + 1]))
         return
     tally.decided[key] = event.t - visits[v][0]
     tally.true += 1
 
 
-def _wrong(clip: Clip, event: VoteEvent, so_far: Sequence[VoteUpdate]) -> WrongRecognition:
+def _against_precision(
+    clip: Clip, event: VoteEvent, so_far: Sequence[VoteUpdate]
+) -> WrongRecognition:
     found = [[d.score for d in update.detections if d.track == event.track] for update in so_far]
     first = next((n for n, scores in enumerate(found) if scores), len(found))
     scores = tuple(s for frame in found[first:] for s in frame)
@@ -936,15 +938,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"\nvisits whole in frame per band of {what}:")
                 for low, high, visits, hit in bands:
                     print(f"  {low:>4g}-{high:<4g} {hit:>5} of {visits:>5} recognized")
-        print(
-            f"\n{len(first.wrong)} of {first.recognized} recognitions by {name} at {fps:g} fps "
-            "matched no 福:"
-        )
-        for wrong in first.wrong:
-            print(f"  {wrong.describe()}")
-        print(f"\n{first.repeated} recognized again in a visit already recognized:")
-        for repeat in first.repeats:
-            print(f"  {repeat.describe()}")
+        for header, listed in (
+            (
+                f"{len(first.wrong)} of {first.recognized} recognitions by {name} at {fps:g} fps "
+                "matched no 福:",
+                first.wrong,
+            ),
+            (f"{first.repeated} recognized again in a visit already recognized:", first.repeats),
+        ):
+            print(f"\n{header}")
+            for record in listed:
+                print(f"  {record.describe()}")
     if other is not None:
         tallies_other = tallies_through(synth_source(other, args.seconds, cache, options), other)
         print(f"\nthe same clips through {args.compare} (threshold {other.threshold:g}):")

@@ -1,6 +1,5 @@
 """Model cards: the vote fields a card may carry, and what a retrained model's cards carry over."""
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,9 @@ from detectors.card import (
     ModelCardError,
     find_card,
     read_card,
+    read_card_fields,
     tuned_fields,
+    write_card,
 )
 
 
@@ -20,16 +21,16 @@ def test_tuned_fields_are_the_measured_choices_a_card_has(tmp_path: Path) -> Non
     assert set(shipped) == set(TUNED_FIELDS)
     assert shipped["zoom"]["candidates"] == 0.2 and shipped["vote"] == {"confirm_margin": 1}
     bare = tmp_path / "fu_s.int8.json"
-    bare.write_text(json.dumps({"tier": "s", "threshold": 0.7}), encoding="utf-8")
+    write_card(bare, {"tier": "s", "threshold": 0.7})
     assert tuned_fields(bare) == {"threshold": 0.7}  # only what the card has
     assert tuned_fields(tmp_path / "fu_x.int8.json") == {}  # no card: nothing to carry
 
 
 @pytest.mark.parametrize("vote", [[1], {"confirm_margin": "one"}, {"confirm_margin": None}])
 def test_bad_vote_fields_are_refused(tmp_path, vote) -> None:  # type: ignore[no-untyped-def]
-    raw = json.loads(find_card("m", "fp32").path.read_text(encoding="utf-8"))
+    raw = read_card_fields(find_card("m", "fp32").path)
     path = tmp_path / "fu_m.fp32.json"
-    path.write_text(json.dumps(raw | {"vote": vote}), encoding="utf-8")
+    write_card(path, raw | {"vote": vote})
     with pytest.raises(ModelCardError, match="vote"):
         read_card(path)
 

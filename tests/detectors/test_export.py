@@ -1,13 +1,12 @@
 """Exporting a supernet (training-only code: skipped without torch)."""
 
-import json
 from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from detectors.card import MODELS_DIR, TUNED_FIELDS, read_card  # noqa: E402
+from detectors.card import MODELS_DIR, TUNED_FIELDS, read_card, read_card_fields  # noqa: E402
 from detectors.train.export import THRESHOLD, main  # noqa: E402
 from detectors.train.model import FuNet  # noqa: E402
 from detectors.train.train import make_parser  # noqa: E402
@@ -26,12 +25,12 @@ def test_new_cards_start_from_the_tuned_fields_of_the_cards_they_replace(
     main([*command, "--calibration", "2", *more])
     for precision in ("fp32", "int8"):
         name = f"fu_m.{precision}.json"
-        written = json.loads((out / name).read_text(encoding="utf-8"))
+        written = read_card_fields(out / name)
         card = read_card(out / name)
         if tuned_from is None:
             assert card.threshold == THRESHOLD and card.zoom is None and card.vote == {}
         else:
-            shipped = json.loads((tuned_from / name).read_text(encoding="utf-8"))
+            shipped = read_card_fields(tuned_from / name)
             assert {k: written.get(k) for k in TUNED_FIELDS} == {
                 k: shipped.get(k) for k in TUNED_FIELDS
             }
