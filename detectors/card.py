@@ -10,8 +10,14 @@ from typing import Any
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 MIN_ZOOM_SIDE = 32
 """A close-up smaller than this leaves the network's coarsest maps a cell or two."""
-TUNED_FIELDS = ("threshold", "threshold_rule", "zoom", "vote")
+TUNED_FIELDS = ("threshold", "threshold_rule", "zoom", "vote", "glyph")
 """A card's fields chosen by measurement after its model was exported (docs/detector.md)."""
+
+
+GLYPH_SIDE = 64
+CONTEXT = 1.25
+"""The glyph check's crop side over the box's longer side: a margin that shows where the ink
+ends."""
 
 
 class ModelCardError(ValueError):
@@ -70,6 +76,32 @@ class ZoomSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class GlyphSpec:
+    """A card's ``glyph`` field: the glyph check (:mod:`detectors.glyph_check`) that a
+    detection must also pass to be confirmed, its file (beside the card) and threshold, its
+    crop's ``side`` and ``context``, and its ``macs`` (what hw_sim charges for it)."""
+
+    model: str
+    min_score: float
+    side: int = GLYPH_SIDE
+    context: float = CONTEXT
+    macs: int = 0
+
+    @classmethod
+    def from_fields(cls, raw: dict[str, Any]) -> GlyphSpec:
+        spec = cls(
+            model=str(raw["model"]),
+            min_score=float(raw["min_score"]),
+            side=int(raw.get("side", GLYPH_SIDE)),
+            context=float(raw.get("context", CONTEXT)),
+            macs=int(raw.get("macs", 0)),
+        )
+        if not (0 < spec.min_score <= 1 and spec.side >= 16 and spec.context >= 1):
+            raise ValueError(f"glyph: want 0 < min_score <= 1, side >= 16, context >= 1: {raw}")
+        return spec
+
+
+@dataclass(frozen=True, slots=True)
 class ModelCard:
     """What the runtime needs to know about one ONNX file, plus its measured numbers."""
 
@@ -91,10 +123,16 @@ class ModelCard:
     model whose check a look-alike passes now and then); a session's own ``voting``
     options override them. Names are checked where a voter is made (``voting.make_voter``)."""
     metrics: dict[str, Any] = field(default_factory=dict)
+    glyph: GlyphSpec | None = None
 
     @property
     def model_path(self) -> Path:
         return self.path.with_suffix(".onnx")
+
+    @property
+    def glyph_path(self) -> Path | None:
+        """The glyph check's file, beside the card; ``None`` without one."""
+        return None if self.glyph is None else self.path.parent / self.glyph.model
 
 
 def read_card(path: Path) -> ModelCard:
@@ -129,6 +167,7 @@ def read_card(path: Path) -> ModelCard:
             zoom=_zoom_spec(raw.get("zoom")),
             vote=_vote_fields(raw.get("vote", {})),
             metrics=dict(raw.get("metrics", {})),
+            glyph=None if raw.get("glyph") is None else GlyphSpec.from_fields(raw["glyph"]),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ModelCardError(f"bad model card {path}: {exc}") from exc

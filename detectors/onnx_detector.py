@@ -13,6 +13,9 @@ With ``extra_fills`` a candidate is also scored at other shares of the crop and
 keeps its best close-up: the network's verdict moves with the scale it sees a
 glyph at. With ``out_fill`` a candidate too large for any close-up (a 福 filling
 the screen, larger than any the network learned) is seen zoomed out instead.
+
+A card with a ``glyph`` field adds the glyph check (:mod:`detectors.glyph_check`)
+to what a voter may ask before it recognizes a track (:meth:`OnnxDetector.confirmer`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from detectors.core import (
     iou,
     require_bgr_image,
 )
+from detectors.glyph_check import GlyphCheck
 from detectors.reshape import at_input_size
 from detectors.shared_weights import check_donors
 
@@ -49,6 +53,8 @@ MIN_CROP_SIDE = 8
 TURNED_FLOOR = 0.1
 """The turned check reports scores down to this (lower: 0), below any card's ``turned_min``,
 so that a cache of its scores can be read at other minimums."""
+GLYPH_REFUSED = -1.0
+"""What the check reports for a detection the glyph check refuses: below any minimum."""
 Region = tuple[int, int, int, int]
 """A crop of the frame, ``(x0, y0, x1, y1)`` pixels."""
 
@@ -310,6 +316,12 @@ class OnnxDetector:
         self.close_up_work = (close.width * close.height) / (first.width * first.height)
         """A close-up's network work in first-look runs: the ratio of their input pixels."""
         self._labels = frozenset(card.classes)
+        self.glyph = None
+        self.glyph_work = 0.0
+        """A glyph check's work in first-look runs: the ratio of their multiply-adds."""
+        if card.glyph is not None and card.glyph_path is not None:
+            self.glyph = GlyphCheck(card.glyph_path, card.glyph, threads)
+            self.glyph_work = card.glyph.macs / card.macs if card.macs else 0.0
 
     @property
     def tier(self) -> str:
@@ -387,17 +399,27 @@ class OnnxDetector:
         )
 
     def confirmer(self, image: ImageBGR) -> Confirmer | None:
-        """The turned check of the card's ``zoom.turned_min`` on ``image``'s detections
-        (:meth:`turned_score`); ``None`` when the card has none."""
+        """The card's checks of ``image``'s detections; ``None`` when it has none.
+
+        The glyph check (cheap) first, if the card has one: a detection it refuses
+        scores :data:`GLYPH_REFUSED`. Then the turned check of ``zoom.turned_min``
+        (:meth:`turned_score`), whose score is the check's; without one, a detection
+        the glyph check passes scores 1.
+        """
         zoom = self.card.zoom
-        if zoom is None or zoom.turned_min is None:
+        turned_min = None if zoom is None else zoom.turned_min
+        glyph = self.glyph
+        if turned_min is None and glyph is None:
             return None
-        floor = min(TURNED_FLOOR, zoom.turned_min)
+        floor = TURNED_FLOOR if turned_min is None else min(TURNED_FLOOR, turned_min)
 
         def check(detection: Detection) -> float:
-            return self.turned_score(image, detection, floor)
+            if glyph is not None and glyph.score(image, detection.box) < glyph.spec.min_score:
+                return GLYPH_REFUSED
+            return 1.0 if turned_min is None else self.turned_score(image, detection, floor)
 
-        return Confirmer(check, zoom.turned_min, self.close_up_work, self._labels)
+        work = self.glyph_work + (0.0 if turned_min is None else self.close_up_work)
+        return Confirmer(check, turned_min or 0.0, work, self._labels)
 
     def turned_score(self, image: ImageBGR, detection: Detection, floor: float) -> float:
         """The score of ``detection`` on its close-up turned upside down; 0 below ``floor``.

@@ -39,9 +39,10 @@ LINK_IOU = 0.3
 GENERATOR_PACKAGE = Path(__file__).resolve().parent.parent / "detectors/synth"
 DETECTOR_CODE = tuple(
     Path(__file__).resolve().parent.parent / "detectors" / name
-    for name in ("onnx_detector.py", "reshape.py")
+    for name in ("onnx_detector.py", "reshape.py", "glyph_check.py")
 )
-"""What turns a frame and a card into detections: letterbox, decoding, the second look."""
+"""What turns a frame and a card into detections and checks: letterbox, decoding, the second
+look, the glyph check."""
 
 
 def generator_fingerprint(package: Path = GENERATOR_PACKAGE) -> str:
@@ -72,15 +73,16 @@ def detector_fingerprint(
 ) -> str:
     """Content hash of what a shipped detector's output depends on.
 
-    The model file's bytes (and those of the file it borrows weights from), the
-    card's threshold, input and output spec and second look (they live in the
-    card, beside the file), the inference ``runtime`` (e.g.
+    The model file's bytes (and those of the file it borrows weights from, and of its
+    glyph check), the card's threshold, input and output spec, second look and glyph
+    check (they live in the card, beside the file), the inference ``runtime`` (e.g.
     ``"onnxruntime 1.20.1"``: INT8 kernels may round differently) and the
     ``code`` that runs it (any change, even a comment, makes the cache miss,
     as for :func:`generator_fingerprint`).
     """
     digest = hashlib.sha256()
-    for path in (*model_files(card.model_path), *code):
+    glyph = [] if card.glyph_path is None else [card.glyph_path]
+    for path in (*model_files(card.model_path), *glyph, *code):
         digest.update(path.read_bytes())
     spec = {
         "threshold": card.threshold,
@@ -92,6 +94,8 @@ def detector_fingerprint(
         "zoom": None if card.zoom is None else _set_fields(asdict(card.zoom)),
         "runtime": runtime,
     }
+    if card.glyph is not None:
+        spec["glyph"] = asdict(card.glyph)
     if card.zoom is not None and card.zoom.turned_min is not None:
         # Since the voter asks for it, detections are no longer filtered by the turned
         # check, and its scores are cached beside them: caches of the older meaning miss.

@@ -273,6 +273,16 @@ class LabelledScene(NamedTuple):
     ignore: Boxes
 
 
+class PosterScene(NamedTuple):
+    """A still as :class:`LabelledScene`, with the ink boxes of its other characters
+    (look-alikes and festive ones) as well: what a glyph check learns to refuse."""
+
+    image: ImageBGR
+    boxes: Boxes
+    ignore: Boxes
+    others: Boxes
+
+
 class Clip(NamedTuple):
     """A generated video: BGR frames and, per frame, the 福 boxes visible in it."""
 
@@ -599,13 +609,15 @@ def radical_in_view(
 
 
 class Placed(NamedTuple):
-    """The 福 that :func:`_place_posters` pasted: the ink corners of those labelled and of
-    those ignored, and the labelled ones' posters with their corners (for
-    :func:`ink_contrast`, which only clips measure)."""
+    """The posters that :func:`_place_posters` pasted: the ink corners of the 福 labelled and
+    of those ignored, the labelled ones' posters with their corners (for
+    :func:`ink_contrast`, which only clips measure), and the ink corners of the others
+    (look-alikes and festive characters)."""
 
     targets: list[npt.NDArray[np.float32]]
     ignored: list[npt.NDArray[np.float32]]
     labelled: list[tuple[Poster, npt.NDArray[np.float32]]]
+    others: list[npt.NDArray[np.float32]]
 
 
 def _place_posters(
@@ -630,6 +642,7 @@ def _place_posters(
     targets: list[npt.NDArray[np.float32]] = []
     ignored: list[npt.NDArray[np.float32]] = []
     labelled: list[tuple[Poster, npt.NDArray[np.float32]]] = []
+    others: list[npt.NDArray[np.float32]] = []
     scale = min(width, height)
     log_low, log_high = (np.log(share) for share in options.glyph_fill)
     for is_target in kinds:
@@ -662,8 +675,10 @@ def _place_posters(
                     (targets if is_labelled else ignored).append(ink)
                     if is_labelled:
                         labelled.append((poster, corners))
+                else:
+                    others.append(ink)
                 break
-    return Placed(targets, ignored, labelled)
+    return Placed(targets, ignored, labelled, others)
 
 
 def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
@@ -691,7 +706,20 @@ def render_scene(
     content: Content = "mixed",
     options: SceneOptions = GENERATOR_MIX,
 ) -> LabelledScene:
-    """One synthetic camera still, the boxes of every 福 in it, and the 福 to ignore.
+    """:func:`render_posters` without the other characters' boxes: what a detector learns."""
+    image, boxes, ignore, _ = render_posters(seed, width, height, split, content, options)
+    return LabelledScene(image, boxes, ignore)
+
+
+def render_posters(
+    seed: int,
+    width: int = 320,
+    height: int = 240,
+    split: Split = "train",
+    content: Content = "mixed",
+    options: SceneOptions = GENERATOR_MIX,
+) -> PosterScene:
+    """One synthetic camera still, the boxes of every 福 in it, the 福 to ignore, and the rest.
 
     Args:
         seed: the scene is a pure function of the arguments.
@@ -704,21 +732,23 @@ def render_scene(
         options: the mix of posters, for training (:class:`SceneOptions`).
 
     Returns:
-        ``(image, boxes, ignore)``: a ``height x width x 3`` BGR uint8 image and
-        two ``N x 4`` float32 arrays of 福 ink boxes ``(x0, y0, x1, y1)``,
-        clipped to the image.
+        ``(image, boxes, ignore, others)``: a ``height x width x 3`` BGR uint8
+        image and three ``N x 4`` float32 arrays of ink boxes ``(x0, y0, x1,
+        y1)``, clipped to the image: the 福 labelled, the 福 ignored, and every
+        other character (look-alike or festive).
     """
     rng = np.random.default_rng(seed)
     canvas = _background(rng, split, width, height)
     _clutter(rng, canvas, int(rng.integers(0, 6)))
     picked = _pick_content(rng, content, options)
-    targets, ignored, _ = _place_posters(rng, canvas, split, picked, options)
+    placed = _place_posters(rng, canvas, split, picked, options)
     if rng.random() < 0.2:
         _clutter(rng, canvas, 1)  # may occlude a poster a little, like a hand or a door frame
-    return LabelledScene(
+    return PosterScene(
         _degrade(rng, canvas),
-        _clip_boxes(targets, width, height),
-        _clip_boxes(ignored, width, height),
+        _clip_boxes(placed.targets, width, height),
+        _clip_boxes(placed.ignored, width, height),
+        _clip_boxes(placed.others, width, height),
     )
 
 

@@ -173,8 +173,11 @@ def materialize(supernet: FuNet, tier: str) -> FuNet:
     return FuNet(layers, export=True).eval()
 
 
-def count_macs_params(model: FuNet, height: int, width: int) -> tuple[int, int]:
-    """Multiply-accumulates of one forward pass at ``height x width``, and the parameter count."""
+def count_macs_params(
+    model: nn.Module, height: int, width: int, channels: int = 3
+) -> tuple[int, int]:
+    """Multiply-accumulates of one forward pass at ``height x width`` (convolutions and linear
+    layers), and the parameter count."""
     macs = 0
 
     def hook(module: nn.Module, _: object, out: torch.Tensor) -> None:
@@ -182,10 +185,13 @@ def count_macs_params(model: FuNet, height: int, width: int) -> tuple[int, int]:
         if isinstance(module, nn.Conv2d):
             kh, kw = module.kernel_size
             macs += out.numel() * module.in_channels * kh * kw // module.groups
+        elif isinstance(module, nn.Linear):
+            macs += out.numel() * module.in_features
 
-    handles = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, nn.Conv2d)]
+    counted = (nn.Conv2d, nn.Linear)
+    handles = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, counted)]
     with torch.no_grad():
-        model(torch.zeros(1, 3, height, width))
+        model(torch.zeros(1, channels, height, width))
     for handle in handles:
         handle.remove()
     return macs, sum(p.numel() for p in model.parameters())

@@ -1,0 +1,350 @@
+"""Train the glyph check (:mod:`detectors.glyph_check`): 福 against its look-alikes, on crops.
+
+Every crop is a box of a generated scene (:func:`detectors.synth.scenes.render_posters`)
+cut out as the runtime cuts a detection (:func:`detectors.glyph_check.glyph_crop`):
+the labelled 福 (whole, or cut by the frame with their radical in view) are
+positives; the look-alikes and festive characters (cut by the frame too,
+``--cut-look-alikes`` is on) and random boxes on the rest of the scene are
+negatives. Each box is jittered as a detector's box would be. Crops are
+made in worker processes while the GPU trains, as for the detector.
+
+Its threshold is picked on training-split crops it never trained on, and its
+pass rates printed on held-out crops (evaluation fonts and photos); ``--export``
+then writes ONNX (FP32 and INT8) and compares the two files.
+
+GPU:  python -m detectors.train.glyph --device cuda --scenes 150000 --minutes 5 --workers 15
+CPU:  python -m detectors.train.glyph --device cpu --scenes 2000 --minutes 2 --workers 2
+Then: python -m detectors.train.glyph --export --out build/glyph
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import multiprocessing
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from detectors.core import Box, iou
+from detectors.glyph_check import GLYPH_SIDE, GlyphCheck, GlyphSpec, glyph_crop
+from detectors.quantize import QuantSettings, TensorReader, quantize_model
+from detectors.synth.scenes import SceneOptions, Split, render_posters
+from detectors.train.model import count_macs_params
+
+FRAME = (640, 480)
+"""Scenes are rendered at the size of the frames the detector is evaluated on."""
+BOX_JITTER = 0.08
+"""Each edge of a box moves by this share of the box's side (one standard deviation)."""
+JITTERS = 2
+"""Crops per labelled box."""
+RANDOM_BOXES = 1
+"""Crops of random boxes per scene, away from every 福."""
+MIN_BOX_SIDE = 8
+VAL_SEED = 90_000_000
+HELD_OUT_SEED = 91_000_000
+PASS_TARGET = 0.99
+"""The threshold passes this share of 福 crops (training split, not trained on)."""
+GLYPH_MODEL = "fu_glyph.int8.onnx"
+
+
+def _jittered(rng: np.random.Generator, box: Box, width: int, height: int) -> Box | None:
+    w, h = box[2] - box[0], box[3] - box[1]
+    moves = rng.normal(0, BOX_JITTER, 4) * np.array([w, h, w, h])
+    x0, y0, x1, y1 = (float(v) for v in np.array(box) + moves)
+    x0, x1 = max(x0, 0.0), min(x1, float(width))
+    y0, y1 = max(y0, 0.0), min(y1, float(height))
+    return (x0, y0, x1, y1) if min(x1 - x0, y1 - y0) >= MIN_BOX_SIDE else None
+
+
+def _random_box(rng: np.random.Generator, width: int, height: int) -> Box:
+    side = math.exp(rng.uniform(math.log(30), math.log(0.8 * height)))
+    aspect = math.exp(rng.normal(0, 0.2))
+    w, h = side * aspect, side / aspect
+    x0, y0 = rng.uniform(-0.2 * w, width - 0.8 * w), rng.uniform(-0.2 * h, height - 0.8 * h)
+    return max(x0, 0.0), max(y0, 0.0), min(x0 + w, width), min(y0 + h, height)
+
+
+def scene_crops(
+    seed: int, split: Split = "train", options: SceneOptions | None = None
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
+    """The crops of one scene (``N x side x side`` grey) and their labels (1: 福)."""
+    width, height = FRAME
+    options = options or SceneOptions(cut_look_alikes=True)
+    image, fu, ignored, others = render_posters(seed, width, height, split, "mixed", options)
+    rng = np.random.default_rng(seed + 1)
+    boxes: list[tuple[Box, int]] = []
+    for label, labelled in ((1, fu), (0, others)):
+        for row in labelled.tolist():
+            for _ in range(JITTERS):
+                box = _jittered(rng, (row[0], row[1], row[2], row[3]), width, height)
+                if box is not None:
+                    boxes.append((box, label))
+    avoid = [(r[0], r[1], r[2], r[3]) for r in (*fu.tolist(), *ignored.tolist())]
+    for _ in range(RANDOM_BOXES):
+        box = _random_box(rng, width, height)
+        if all(iou(box, other) < 0.2 for other in avoid):
+            boxes.append((box, 0))
+    crops = np.zeros((len(boxes), GLYPH_SIDE, GLYPH_SIDE), np.uint8)
+    for i, (box, _) in enumerate(boxes):
+        crops[i] = glyph_crop(image, box)
+    return crops, np.array([label for _, label in boxes], np.uint8)
+
+
+def crops_of(seeds: range, split: Split = "train") -> tuple[npt.NDArray[np.uint8], ...]:
+    """:func:`scene_crops` of every seed, stacked."""
+    return stacked(scene_crops(s, split) for s in seeds)
+
+
+def stacked(
+    parts: Iterable[tuple[npt.NDArray[np.uint8], ...]],
+) -> tuple[npt.NDArray[np.uint8], ...]:
+    """Crops and labels of several scenes or chunks as one array each."""
+    crops, labels = zip(*parts, strict=True)
+    return np.concatenate(crops), np.concatenate(labels)
+
+
+def _chunk(job: tuple[range, Split]) -> tuple[npt.NDArray[np.uint8], ...]:
+    return crops_of(*job)
+
+
+def _single_threaded() -> None:
+    cv2.setNumThreads(1)  # one process per core already
+
+
+def crops_parallel(
+    seeds: range, split: Split, workers: int, chunk: int = 64
+) -> Iterator[tuple[npt.NDArray[np.uint8], ...]]:
+    """:func:`crops_of` in ``workers`` processes, chunk by chunk in seed order."""
+    jobs = [(seeds[i : i + chunk], split) for i in range(0, len(seeds), chunk)]
+    # Spawned, not forked: the parent has started OpenCV's and torch's thread pools, whose
+    # locks a forked child could inherit held (it hung so).
+    spawn = multiprocessing.get_context("spawn")
+    with spawn.Pool(workers, initializer=_single_threaded) as pool:
+        yield from pool.imap(_chunk, jobs)
+
+
+def _block(cin: int, cout: int, stride: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU()
+    )
+
+
+class GlyphNet(nn.Module):
+    """64x64 grey in [0, 1] -> logit of 福. Standardizes each crop first (in the graph)."""
+
+    def __init__(self, widths: tuple[int, ...] = (16, 32, 64, 96, 128)) -> None:
+        super().__init__()
+        layers = [_block(1, widths[0], 1)]
+        for cin, cout in itertools.pairwise(widths):
+            layers += [_block(cin, cout, 2), _block(cout, cout, 1)]
+        self.features = nn.Sequential(*layers)
+        cells = GLYPH_SIDE // 2 ** (len(widths) - 1)
+        self.head = nn.Linear(widths[-1] * cells * cells, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mean = x.mean(dim=(2, 3), keepdim=True)
+        spread = ((x - mean) ** 2).mean(dim=(2, 3), keepdim=True).sqrt()
+        x = (x - mean) / (spread + 0.02)
+        return self.head(self.features(x).flatten(1)).squeeze(1)
+
+
+class Probability(nn.Module):
+    """What is exported: the probability of 福, not the logit."""
+
+    def __init__(self, net: GlyphNet) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.net(x))
+
+
+class CropStream:
+    """Training crops made in worker processes straight into device memory, while training."""
+
+    def __init__(self, args: argparse.Namespace, device: torch.device) -> None:
+        room = args.scenes * 6  # about 4.5 crops a scene; past the room, dropped
+        self.crops = torch.empty((room, GLYPH_SIDE, GLYPH_SIDE), dtype=torch.uint8, device=device)
+        self.labels = torch.empty(room, device=device)
+        self.ready = 0
+        chunks = crops_parallel(range(args.seed, args.seed + args.scenes), "train", args.workers)
+        self._thread = threading.Thread(target=self._fill, args=(chunks,), daemon=True)
+        self._thread.start()
+
+    def _fill(self, chunks: Iterator[tuple[npt.NDArray[np.uint8], ...]]) -> None:
+        for crops, labels in chunks:
+            end = min(self.ready + len(crops), len(self.crops))
+            n = end - self.ready
+            self.crops[self.ready : end].copy_(torch.from_numpy(crops[:n]))
+            self.labels[self.ready : end].copy_(torch.from_numpy(labels[:n]).float())
+            self.ready = end
+
+    def batch(self, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        while self.ready < size:
+            time.sleep(0.2)
+        idx = torch.randint(0, self.ready, (size,), device=self.crops.device)
+        return augment(self.crops[idx]), self.labels[idx]
+
+
+def augment(crops: torch.Tensor) -> torch.Tensor:
+    """uint8 N x H x W to float N x 1 x H x W in [0, 1], with per-crop noise and gamma
+    (contrast and brightness the network standardizes away), half of them turned upside down
+    (a turned 福 is still 福, a turned look-alike still not)."""
+    x = crops.float()[:, None] / 255
+    n = x.shape[0]
+    turned = torch.rand(n, 1, 1, 1, device=x.device) < 0.5
+    x = torch.where(turned, x.flip(2, 3), x)
+    gamma = torch.exp(torch.empty(n, 1, 1, 1, device=x.device).normal_(0, 0.25))
+    x = x.clamp_min(1e-3) ** gamma
+    x = x + torch.randn_like(x) * torch.empty(n, 1, 1, 1, device=x.device).uniform_(0, 0.04)
+    return x.clamp(0, 1)
+
+
+def _scores(net: nn.Module, crops: npt.NDArray[np.uint8], device: torch.device) -> np.ndarray:
+    net.eval()
+    out = []
+    with torch.no_grad():
+        for i in range(0, len(crops), 2048):
+            x = torch.from_numpy(crops[i : i + 2048]).to(device).float()[:, None] / 255
+            out.append(torch.sigmoid(net(x)).cpu().numpy())
+    net.train()
+    return np.concatenate(out) if out else np.zeros(0, np.float32)
+
+
+def pick_threshold(scores: np.ndarray, labels: np.ndarray, pass_target: float) -> float:
+    """The highest threshold at which ``pass_target`` of the 福 crops (label 1) still pass."""
+    fu = np.sort(scores[labels == 1])
+    if not len(fu):
+        raise ValueError("no 福 crops to pick a threshold on")
+    return float(fu[math.floor((1 - pass_target) * len(fu))])
+
+
+def pass_rates(scores: np.ndarray, labels: np.ndarray, threshold: float) -> dict[str, float]:
+    """Share of 福 crops and of other crops scoring ``threshold`` or more."""
+    passed = scores >= threshold
+    return {
+        "fu_pass": float(passed[labels == 1].mean()),
+        "other_pass": float(passed[labels == 0].mean()),
+        "fu_crops": int((labels == 1).sum()),
+        "other_crops": int((labels == 0).sum()),
+    }
+
+
+def train(args: argparse.Namespace) -> None:
+    device = torch.device(args.device)
+    torch.manual_seed(args.seed)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    val_crops, val_labels = stacked(
+        crops_parallel(range(VAL_SEED, VAL_SEED + args.val_scenes), "train", args.workers)
+    )
+    held = range(HELD_OUT_SEED, HELD_OUT_SEED + args.val_scenes)
+    held_crops, held_labels = stacked(crops_parallel(held, "eval", args.workers))
+    stream = CropStream(args, device)
+    net = GlyphNet().to(device)
+    if args.resume:
+        net.load_state_dict(torch.load(args.resume, map_location=device))
+    opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=1e-4)
+    start, step = time.time(), 0
+    while (elapsed := time.time() - start) < args.minutes * 60 and step < args.max_steps:
+        progress = max(elapsed / (args.minutes * 60), step / args.max_steps)
+        for group in opt.param_groups:
+            group["lr"] = args.lr * 0.5 * (1 + math.cos(math.pi * progress))
+        x, y = stream.batch(args.batch)
+        loss = F.binary_cross_entropy_with_logits(net(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        step += 1
+        if step % 500 == 0:
+            print(f"step {step} loss {loss.item():.4f} crops {stream.ready} {elapsed:.0f}s")
+    torch.save(net.state_dict(), out / "glyph.pt")
+    threshold = pick_threshold(_scores(net, val_crops, device), val_labels, args.pass_target)
+    macs, params = count_macs_params(net, GLYPH_SIDE, GLYPH_SIDE, channels=1)
+    report = {
+        "macs": macs,
+        "params": params,
+        "steps": step,
+        "crops_trained_on": stream.ready,
+        "threshold": threshold,
+        "train_split": pass_rates(_scores(net, val_crops, device), val_labels, threshold),
+        "held_out": pass_rates(_scores(net, held_crops, device), held_labels, threshold),
+    }
+    print(json.dumps(report, indent=2))
+    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+
+
+def export(net: GlyphNet, out: Path, calibration: npt.NDArray[np.uint8]) -> None:
+    """``net`` as ``fu_glyph.fp32.onnx`` and INT8 ``fu_glyph.int8.onnx`` in ``out``
+    (calibrated on ``calibration``'s first 256 crops)."""
+    net.eval()
+    fp32 = out / "fu_glyph.fp32.onnx"
+    dummy = torch.zeros(1, 1, GLYPH_SIDE, GLYPH_SIDE)
+    torch.onnx.export(
+        Probability(net),
+        (dummy,),
+        str(fp32),
+        input_names=["crops"],
+        output_names=["fu"],
+        dynamic_axes={"crops": {0: "n"}, "fu": {0: "n"}},
+        opset_version=17,
+        dynamo=False,
+    )
+    tensors = (c[None, None].astype(np.float32) / 255 for c in calibration[:256])
+    quantize_model(fp32, out / GLYPH_MODEL, TensorReader("crops", tensors), QuantSettings())
+
+
+def export_and_compare(out: Path, val_scenes: int) -> None:
+    """Export ``out``'s ``glyph.pt``, then print the pass rates of the FP32 and INT8 files
+    side by side on held-out crops, at the threshold of ``out``'s report."""
+    net = GlyphNet()
+    net.load_state_dict(torch.load(out / "glyph.pt", map_location="cpu"))
+    export(net, out, crops_of(range(VAL_SEED, VAL_SEED + 64))[0])
+    threshold = json.loads((out / "report.json").read_text())["threshold"]
+    crops, labels = crops_of(range(HELD_OUT_SEED, HELD_OUT_SEED + val_scenes), "eval")
+    for name in ("fu_glyph.fp32.onnx", GLYPH_MODEL):
+        check = GlyphCheck(out / name, GlyphSpec(name, threshold))
+        print(name, json.dumps(pass_rates(check.scores(crops), labels, threshold)))
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--scenes", type=int, default=2000, help="training scenes to crop")
+    parser.add_argument("--val-scenes", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--minutes", type=float, default=2.0)
+    parser.add_argument("--max-steps", type=int, default=100_000)
+    parser.add_argument("--batch", type=int, default=512)
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--seed", type=int, default=80_000_000)
+    parser.add_argument("--pass-target", type=float, default=PASS_TARGET)
+    parser.add_argument("--resume", help="a glyph.pt to start from")
+    parser.add_argument("--out", default="build/glyph")
+    parser.add_argument(
+        "--export", action="store_true", help="export --out's glyph.pt to ONNX and compare"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = make_parser().parse_args(argv)
+    if args.export:
+        export_and_compare(Path(args.out), args.val_scenes)
+    else:
+        train(args)
+
+
+if __name__ == "__main__":
+    main()
