@@ -270,7 +270,8 @@ def train(args: argparse.Namespace) -> None:
         if step % 500 == 0:
             print(f"step {step} loss {loss.item():.4f} crops {stream.ready} {elapsed:.0f}s")
     torch.save(net.state_dict(), out / "glyph.pt")
-    threshold = pick_threshold(_scores(net, val_crops, device), val_labels, args.pass_target)
+    val_scores = _scores(net, val_crops, device)
+    threshold = pick_threshold(val_scores, val_labels, args.pass_target)
     macs, params = count_macs_params(net, GLYPH_SIDE, GLYPH_SIDE, channels=1)
     report = {
         "macs": macs,
@@ -278,7 +279,7 @@ def train(args: argparse.Namespace) -> None:
         "steps": step,
         "crops_trained_on": stream.ready,
         "threshold": threshold,
-        "train_split": pass_rates(_scores(net, val_crops, device), val_labels, threshold),
+        "train_split": pass_rates(val_scores, val_labels, threshold),
         "held_out": pass_rates(_scores(net, held_crops, device), held_labels, threshold),
     }
     print(json.dumps(report, indent=2))

@@ -190,8 +190,11 @@ def count_macs_params(
 
     counted = (nn.Conv2d, nn.Linear)
     handles = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, counted)]
+    training = model.training
+    model.eval()  # a pass in training mode would move batch-norm statistics toward zeros
     with torch.no_grad():
         model(torch.zeros(1, channels, height, width))
+    model.train(training)
     for handle in handles:
         handle.remove()
     return macs, sum(p.numel() for p in model.parameters())
