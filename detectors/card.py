@@ -16,8 +16,8 @@ TUNED_FIELDS = ("threshold", "threshold_rule", "zoom", "vote", "glyph")
 
 GLYPH_SIDE = 64
 CONTEXT = 1.25
-"""The glyph check's crop side over the box's longer side: a margin that shows where the ink
-ends."""
+"""The glyph check's crop side over the box's longer side (its default): a margin that shows
+where the ink ends."""
 
 
 class ModelCardError(ValueError):
@@ -78,26 +78,42 @@ class ZoomSpec:
 @dataclass(frozen=True, slots=True)
 class GlyphSpec:
     """A card's ``glyph`` field: the glyph check (:mod:`detectors.glyph_check`) that a
-    detection must also pass to be confirmed, its file (beside the card) and threshold, its
-    crop's ``side`` and ``context``, and its ``macs`` (what hw_sim charges for it)."""
+    detection must also pass to be confirmed.
+
+    ``model`` is its file (beside the card). A detection is looked at in
+    several views, one crop per share in ``contexts`` (the crop's side over the
+    box's longer side), each also turned upside down if ``turned``; it passes
+    if every view scores ``min_score`` or more. A look-alike the recognizer
+    takes for 福 in one view seldom passes them all, while a 福 (taught both
+    ways up) does. ``macs`` is one view's cost (what hw_sim charges).
+    """
 
     model: str
     min_score: float
     side: int = GLYPH_SIDE
-    context: float = CONTEXT
+    contexts: tuple[float, ...] = (CONTEXT,)
+    turned: bool = False
     macs: int = 0
+
+    @property
+    def views(self) -> int:
+        return len(self.contexts) * (2 if self.turned else 1)
 
     @classmethod
     def from_fields(cls, raw: dict[str, Any]) -> GlyphSpec:
+        contexts = raw.get("contexts", [CONTEXT])
+        if not isinstance(contexts, list) or not contexts:
+            raise ValueError(f"glyph: contexts wants a non-empty list of numbers: {raw}")
         spec = cls(
             model=str(raw["model"]),
             min_score=float(raw["min_score"]),
             side=int(raw.get("side", GLYPH_SIDE)),
-            context=float(raw.get("context", CONTEXT)),
+            contexts=tuple(float(v) for v in contexts),
+            turned=bool(raw.get("turned", False)),
             macs=int(raw.get("macs", 0)),
         )
-        if not (0 < spec.min_score <= 1 and spec.side >= 16 and spec.context >= 1):
-            raise ValueError(f"glyph: want 0 < min_score <= 1, side >= 16, context >= 1: {raw}")
+        if not (0 < spec.min_score <= 1 and spec.side >= 16 and min(spec.contexts) >= 1):
+            raise ValueError(f"glyph: want 0 < min_score <= 1, side >= 16, contexts >= 1: {raw}")
         return spec
 
 

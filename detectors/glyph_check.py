@@ -7,10 +7,11 @@ glyph check is the recognition half of detection + recognition: a network
 that sees only the box (with a margin of ``context``), in grey, at
 ``side x side`` pixels, and was trained on 福 against its look-alikes in
 every training font (``detectors.train.glyph``). Its input is standardized
-inside the graph, so ink colour and paper colour do not matter.
+inside the graph, so ink colour and paper colour do not matter. A card asks
+for several views of each detection (:class:`detectors.card.GlyphSpec`).
 
-It costs about a tenth of one detector run, and a voter asks for it only when a track is
-about to be recognized (:class:`detectors.core.Confirmer`).
+One view costs about a seventh of one ``l`` detector run, and a voter asks for the
+check only when a track is about to be recognized (:class:`detectors.core.Confirmer`).
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ class GlyphCheck:
         return np.asarray(out, np.float32).reshape(-1)
 
     def score(self, image: ImageBGR, box: Box) -> float:
-        """The probability that ``box`` in ``image`` holds 福."""
-        crop = glyph_crop(image, box, self.spec.side, self.spec.context)
-        return float(self.scores(crop[None])[0])
+        """The probability that ``box`` in ``image`` holds 福: the least over the spec's views."""
+        crops = [glyph_crop(image, box, self.spec.side, c) for c in self.spec.contexts]
+        if self.spec.turned:
+            crops += [crop[::-1, ::-1] for crop in crops]
+        return float(self.scores(np.stack(crops)).min())

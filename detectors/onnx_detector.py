@@ -321,7 +321,8 @@ class OnnxDetector:
         """A glyph check's work in first-look runs: the ratio of their multiply-adds."""
         if card.glyph is not None and card.glyph_path is not None:
             self.glyph = GlyphCheck(card.glyph_path, card.glyph, threads)
-            self.glyph_work = card.glyph.macs / card.macs if card.macs else 0.0
+            views = card.glyph.macs * card.glyph.views
+            self.glyph_work = views / card.macs if card.macs else 0.0
 
     @property
     def tier(self) -> str:

@@ -193,7 +193,7 @@ def count_macs_params(
     training = model.training
     model.eval()  # a pass in training mode would move batch-norm statistics toward zeros
     with torch.no_grad():
-        model(torch.zeros(1, channels, height, width))
+        model(torch.zeros(1, channels, height, width, device=next(model.parameters()).device))
     model.train(training)
     for handle in handles:
         handle.remove()
