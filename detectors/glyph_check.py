@@ -7,7 +7,8 @@ glyph check is the recognition half of detection + recognition: a network
 that sees only the box (with a margin of ``context``), in grey, at
 ``side x side`` pixels, and was trained on 福 against its look-alikes in
 every training font (``detectors.train.glyph``). Its input is standardized
-inside the graph, so ink colour and paper colour do not matter. A card asks
+inside the graph, so the grey level of ink and paper matters little (their
+contrast only in faint crops). A card asks
 for several views of each detection (:class:`detectors.card.GlyphSpec`).
 
 One view costs about a seventh of one ``l`` detector run, and a voter asks for the

@@ -141,7 +141,9 @@ def _block(cin: int, cout: int, stride: int) -> nn.Sequential:
 
 
 class GlyphNet(nn.Module):
-    """64x64 grey in [0, 1] -> logit of 福. Standardizes each crop first (in the graph)."""
+    """64x64 grey in [0, 1] -> logit of 福. Standardizes each crop first (in the graph): its
+    mean grey is taken away (brightness does not matter) and it is divided by its spread plus
+    0.02 (contrast matters only in faint crops)."""
 
     def __init__(self, widths: tuple[int, ...] = (16, 32, 64, 96, 128)) -> None:
         super().__init__()
@@ -192,6 +194,8 @@ class CropStream:
 
     def batch(self, size: int) -> tuple[torch.Tensor, torch.Tensor]:
         while self.ready < size:
+            if not self._thread.is_alive():  # a worker failed, or every scene is cropped
+                raise RuntimeError(f"{self.ready} training crops, fewer than a batch of {size}")
             time.sleep(0.2)
         idx = torch.randint(0, self.ready, (size,), device=self.crops.device)
         return augment(self.crops[idx]), self.labels[idx]
@@ -199,8 +203,8 @@ class CropStream:
 
 def augment(crops: torch.Tensor) -> torch.Tensor:
     """uint8 N x H x W to float N x 1 x H x W in [0, 1], with per-crop noise and gamma
-    (contrast and brightness the network standardizes away), half of them turned upside down
-    (a turned 福 is still 福, a turned look-alike still not)."""
+    (brightness the network standardizes away, and most of contrast), half of them turned
+    upside down (a turned 福 is still 福, a turned look-alike still not)."""
     x = crops.float()[:, None] / 255
     n = x.shape[0]
     turned = torch.rand(n, 1, 1, 1, device=x.device) < 0.5
@@ -212,32 +216,40 @@ def augment(crops: torch.Tensor) -> torch.Tensor:
 
 
 def _scores(net: nn.Module, crops: npt.NDArray[np.uint8], device: torch.device) -> np.ndarray:
+    training = net.training
     net.eval()
     out = []
     with torch.no_grad():
         for i in range(0, len(crops), 2048):
             x = torch.from_numpy(crops[i : i + 2048]).to(device).float()[:, None] / 255
             out.append(torch.sigmoid(net(x)).cpu().numpy())
-    net.train()
+    net.train(training)
     return np.concatenate(out) if out else np.zeros(0, np.float32)
 
 
 def pick_threshold(scores: np.ndarray, labels: np.ndarray, pass_target: float) -> float:
     """The highest threshold at which ``pass_target`` of the 福 crops (label 1) still pass."""
+    if not 0 < pass_target <= 1:
+        raise ValueError(f"pass_target must be within (0, 1], got {pass_target}")
     fu = np.sort(scores[labels == 1])
     if not len(fu):
         raise ValueError("no 福 crops to pick a threshold on")
-    return float(fu[math.floor((1 - pass_target) * len(fu))])
+    passing = math.ceil(round(pass_target * len(fu), 9))  # 0.9 * 10 is 9, not 9.000...01
+    return float(fu[len(fu) - passing])
 
 
-def pass_rates(scores: np.ndarray, labels: np.ndarray, threshold: float) -> dict[str, float]:
-    """Share of 福 crops and of other crops scoring ``threshold`` or more."""
+def pass_rates(
+    scores: np.ndarray, labels: np.ndarray, threshold: float
+) -> dict[str, float | int | None]:
+    """Share of 福 crops and of other crops scoring ``threshold`` or more (``None``: no crop
+    of that kind)."""
     passed = scores >= threshold
+    fu, other = passed[labels == 1], passed[labels == 0]
     return {
-        "fu_pass": float(passed[labels == 1].mean()),
-        "other_pass": float(passed[labels == 0].mean()),
-        "fu_crops": int((labels == 1).sum()),
-        "other_crops": int((labels == 0).sum()),
+        "fu_pass": float(fu.mean()) if len(fu) else None,
+        "other_pass": float(other.mean()) if len(other) else None,
+        "fu_crops": len(fu),
+        "other_crops": len(other),
     }
 
 
@@ -338,7 +350,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--seed", type=int, default=80_000_000)
-    parser.add_argument("--pass-target", type=float, default=PASS_TARGET)
+    parser.add_argument(
+        "--pass-target", type=float, default=PASS_TARGET, help="share of 福 crops to pass, (0, 1]"
+    )
     parser.add_argument("--resume", help="a glyph.pt to start from")
     parser.add_argument("--out", default="build/glyph")
     parser.add_argument(

@@ -16,6 +16,7 @@ from detectors.synth.scenes import (
     SceneOptions,
     make_clip,
     radical_in_view,
+    render_posters,
     render_scene,
 )
 
@@ -396,3 +397,23 @@ def test_a_bad_glyph_fill_flag_is_refused(text: str) -> None:
     scenes.add_scene_arguments(parser)
     with pytest.raises(SystemExit):
         parser.parse_args(["--glyph-fill", text])
+
+
+@pytest.mark.parametrize(
+    ("content", "fu", "others"),
+    [("negative", False, True), ("empty", False, False), ("fu", True, None)],
+)
+def test_render_posters_adds_the_other_characters_boxes_to_the_scene(
+    content: str, fu: bool, others: bool | None
+) -> None:
+    for seed in range(6):
+        scene = render_posters(seed, 320, 240, "train", content)  # type: ignore[arg-type]
+        image, boxes, ignore = render_scene(seed, 320, 240, "train", content)  # type: ignore[arg-type]
+        np.testing.assert_array_equal(scene.image, image)  # the same still, drawn once
+        np.testing.assert_array_equal(scene.boxes, boxes)
+        np.testing.assert_array_equal(scene.ignore, ignore)
+        assert (len(scene.boxes) > 0) is fu
+        if others is not None:
+            assert (len(scene.others) > 0) is others
+        assert scene.others.shape[1:] == (4,)
+        assert (scene.others[:, 2:] <= (320, 240)).all() and (scene.others >= 0).all()

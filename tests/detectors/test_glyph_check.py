@@ -1,0 +1,177 @@
+"""The glyph check: its crops, its card field, and how the detector's confirmer asks it.
+
+A stand-in recognizer built here with ``onnx.helper`` (no torch needed) scores a
+crop by its mean grey level, or by a constant, so that each rule can be checked
+exactly.
+"""
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from detectors.card import CONTEXT, GLYPH_SIDE, GlyphSpec, ModelCardError, find_card, read_card
+from detectors.core import Detection
+from detectors.glyph_check import GLYPH_PAD, GlyphCheck, glyph_crop, glyph_region
+from detectors.onnx_detector import GLYPH_REFUSED, OnnxDetector
+from detectors.synth.scenes import make_clip
+
+
+def stand_in(path: Path, constant: float | None = None) -> Path:
+    """A recognizer whose score is each crop's mean grey (0..1), or ``constant``."""
+    crops = helper.make_tensor_value_info("crops", TensorProto.FLOAT, ["n", 1, 64, 64])
+    fu = helper.make_tensor_value_info("fu", TensorProto.FLOAT, ["n", 1])
+    weight = 0.0 if constant is not None else 1.0
+    nodes = [
+        helper.make_node("ReduceMean", ["crops", "axes"], ["mean"], keepdims=0),
+        helper.make_node("Reshape", ["mean", "shape"], ["column"]),
+        helper.make_node("Mul", ["column", "weight"], ["scaled"]),
+        helper.make_node("Add", ["scaled", "offset"], ["fu"]),
+    ]
+    initializers = [
+        helper.make_tensor("axes", TensorProto.INT64, [3], [1, 2, 3]),
+        helper.make_tensor("shape", TensorProto.INT64, [2], [-1, 1]),
+        helper.make_tensor("weight", TensorProto.FLOAT, [], [weight]),
+        helper.make_tensor("offset", TensorProto.FLOAT, [], [constant or 0.0]),
+    ]
+    graph = helper.make_graph(nodes, "stand_in", [crops], [fu], initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    onnx.save(model, path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("box", "context", "region"),
+    [
+        ((10, 20, 50, 60), 1.0, (10, 20, 50, 60)),  # a square box at context 1 is itself
+        ((10, 20, 50, 60), 1.5, (0, 10, 60, 70)),  # wider by half, about the same centre
+        ((0, 0, 40, 20), 1.25, (-5, -15, 45, 35)),  # the longer side sets the square
+        ((5, 5, 5, 5), 1.25, (4, 4, 5, 5)),  # an empty box still gets a pixel
+    ],
+)
+def test_glyph_region(box, context, region) -> None:  # type: ignore[no-untyped-def]
+    assert glyph_region(box, context) == region
+
+
+def test_a_crop_is_grey_at_the_asked_side_and_padded_past_the_frame() -> None:
+    image = np.zeros((100, 100, 3), np.uint8)
+    image[:, :, 2] = 255  # red: grey 76 under BT.601
+    crop = glyph_crop(image, (0.0, 0.0, 40.0, 40.0), side=32, context=2.0)
+    assert crop.shape == (32, 32) and crop.dtype == np.uint8
+    # The region is (-20, -20, 60, 60): its top-left quarter lies past the frame.
+    assert crop[0, 0] == GLYPH_PAD and crop[-1, -1] == 76
+    assert abs(int(glyph_crop(image, (10, 10, 90, 90), side=16)[8, 8]) - 76) <= 1
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"model": "g.onnx", "min_score": 0.0}, "min_score"),
+        ({"model": "g.onnx", "min_score": 0.5, "side": 8}, "side"),
+        ({"model": "g.onnx", "min_score": 0.5, "contexts": [0.9]}, "contexts"),
+        ({"model": "g.onnx", "min_score": 0.5, "contexts": []}, "contexts"),
+        ({"min_score": 0.5}, "model"),
+    ],
+)
+def test_bad_glyph_fields_are_refused(tmp_path, fields, message) -> None:  # type: ignore[no-untyped-def]
+    raw = json.loads(find_card("l", "int8").path.read_text(encoding="utf-8"))
+    path = tmp_path / "fu_l.int8.json"
+    path.write_text(json.dumps(raw | {"glyph": fields}), encoding="utf-8")
+    with pytest.raises(ModelCardError, match=message):
+        read_card(path)
+
+
+def test_a_card_reads_its_glyph_check_with_defaults(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    raw = json.loads(find_card("l", "int8").path.read_text(encoding="utf-8"))
+    path = tmp_path / "fu_l.int8.json"
+    glyph = {"model": "g.onnx", "min_score": 0.5, "contexts": [1.1, 1.3], "turned": True}
+    path.write_text(json.dumps(raw | {"glyph": glyph}), encoding="utf-8")
+    card = read_card(path)
+    assert card.glyph == GlyphSpec("g.onnx", 0.5, GLYPH_SIDE, (1.1, 1.3), True, 0)
+    assert card.glyph.views == 4
+    assert card.glyph_path == tmp_path / "g.onnx"
+    plain = GlyphSpec.from_fields({"model": "g.onnx", "min_score": 0.5})
+    assert plain.contexts == (CONTEXT,) and not plain.turned and plain.views == 1
+
+
+@pytest.mark.parametrize(
+    ("contexts", "turned", "expected"),
+    [
+        ((1.0,), False, 1.0),  # the box alone: all white
+        ((2.0,), False, 0.25),  # a quarter of the crop is the white box
+        ((1.0, 2.0), False, 0.25),  # the least view decides
+        ((1.0,), True, 1.0),  # a turned all-white crop is as white
+    ],
+)
+def test_the_score_is_the_least_over_the_views(  # type: ignore[no-untyped-def]
+    tmp_path, contexts, turned, expected
+) -> None:
+    check = GlyphCheck(
+        stand_in(tmp_path / "g.onnx"), GlyphSpec("g.onnx", 0.5, 64, contexts, turned)
+    )
+    image = np.zeros((400, 400, 3), np.uint8)
+    image[100:200, 100:200] = 255
+    assert check.score(image, (100.0, 100.0, 200.0, 200.0)) == pytest.approx(expected, abs=0.02)
+
+
+def with_glyph(tmp_path: Path, constant: float, **fields: object) -> OnnxDetector:
+    """The shipped ``l`` INT8 detector, copied beside a stand-in glyph check scoring
+    ``constant``, at a tenth of a detector run a view."""
+    card = find_card("l", "int8")
+    copy = tmp_path / card.path.name
+    shutil.copy(card.model_path, copy.with_suffix(".onnx"))
+    stand_in(tmp_path / "g.onnx", constant)
+    spec = GlyphSpec("g.onnx", 0.5, macs=card.macs // 10, **fields)  # type: ignore[arg-type]
+    return OnnxDetector(dataclasses.replace(card, path=copy, glyph=spec))
+
+
+@pytest.fixture(scope="module")
+def fu_frame() -> np.ndarray:
+    return make_clip(5, 1).frames[0]  # a small 福 the turned check confirms (test_zoom.py)
+
+
+def test_a_detection_the_glyph_check_refuses_is_refused_before_the_turned_check(
+    tmp_path, fu_frame
+) -> None:  # type: ignore[no-untyped-def]
+    detector = with_glyph(tmp_path, 0.2)
+    (found,) = detector.detect(fu_frame).items
+    confirmer = detector.confirmer(fu_frame)
+    assert confirmer is not None
+    assert confirmer.check(found) == GLYPH_REFUSED
+    assert not confirmer(found)
+    assert confirmer.runs == pytest.approx(0.1 + detector.close_up_work, rel=0.01)
+
+
+@pytest.mark.parametrize(("turned_min", "expected"), [(0.4, None), (None, 1.0)])
+def test_a_detection_the_glyph_check_passes_gets_the_turned_checks_score(  # type: ignore[no-untyped-def]
+    tmp_path, fu_frame, turned_min, expected
+) -> None:
+    detector = with_glyph(tmp_path, 0.9, contexts=(1.1, 1.3), turned=True)
+    assert detector.card.zoom is not None
+    zoom = dataclasses.replace(detector.card.zoom, turned_min=turned_min)
+    detector.card = dataclasses.replace(detector.card, zoom=zoom)
+    (found,) = detector.detect(fu_frame).items
+    confirmer = detector.confirmer(fu_frame)
+    assert confirmer is not None and confirmer(found)
+    score = confirmer.check(found)
+    if expected is None:
+        assert score == detector.turned_score(fu_frame, found, 0.1) >= 0.4
+    else:
+        assert score == expected and confirmer.min_score == 0.0
+    # Four views of a tenth of a run each, and the turned check's close-up if the card has one
+    close_up = 0.0 if turned_min is None else detector.close_up_work
+    assert detector.glyph_work == pytest.approx(0.4, rel=0.01)
+    assert confirmer.work == pytest.approx(0.4 + close_up, rel=0.01)
+
+
+def test_other_labels_pass_without_a_glyph_check(tmp_path, fu_frame) -> None:  # type: ignore[no-untyped-def]
+    detector = with_glyph(tmp_path, 0.0)
+    confirmer = detector.confirmer(fu_frame)
+    assert confirmer is not None and confirmer(Detection("poster-7", 0.9, (0, 0, 10, 10)))
+    assert confirmer.runs == 0
