@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -285,3 +286,16 @@ def tuned_fields(path: Path) -> dict[str, Any]:
         return {}
     raw = read_card_fields(path)
     return {name: raw[name] for name in TUNED_FIELDS if name in raw}
+
+
+def copy_glyph_check(fields: dict[str, Any], source: Path, out: Path) -> None:
+    """The glyph check that card ``fields`` name, copied from ``source`` into ``out`` so that a
+    card written there loads as it did in ``source``: its model, and the FP32 file it came from
+    where ``source`` has it."""
+    glyph = fields.get("glyph") or {}
+    if not glyph or source.resolve() == out.resolve():
+        return
+    shutil.copyfile(source / glyph["model"], out / glyph["model"])
+    fp32 = glyph.get("fp32_model")
+    if fp32 and (source / fp32).is_file():
+        shutil.copyfile(source / fp32, out / fp32)

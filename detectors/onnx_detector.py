@@ -31,7 +31,7 @@ import numpy.typing as npt
 import onnx
 import onnxruntime as ort
 
-from detectors.card import InputSpec, ModelCard, ZoomSpec, find_card
+from detectors.card import InputSpec, ModelCard, ModelCardError, ZoomSpec, find_card
 from detectors.core import (
     Box,
     Confirmer,
@@ -320,6 +320,11 @@ class OnnxDetector:
         self.glyph_work = 0.0
         """A glyph check's work in first-look runs: the ratio of their multiply-adds."""
         if card.glyph is not None and card.glyph_path is not None:
+            if not card.glyph_path.is_file():
+                raise ModelCardError(
+                    f"{card.path.name} names the glyph check {card.glyph.model}, "
+                    f"which is not beside it in {card.path.parent}"
+                )
             self.glyph = GlyphCheck(card.glyph_path, card.glyph, threads)
             views = card.glyph.macs * card.glyph.views
             self.glyph_work = views / card.macs if card.macs else 0.0

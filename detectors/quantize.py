@@ -35,7 +35,13 @@ from onnxruntime.quantization import (
 )
 from onnxruntime.quantization.shape_inference import quant_pre_process
 
-from detectors.card import ModelCardError, read_card, read_card_fields, write_card
+from detectors.card import (
+    ModelCardError,
+    copy_glyph_check,
+    read_card,
+    read_card_fields,
+    write_card,
+)
 from detectors.core import ImageBGR
 from detectors.evaluate import match, median_ms
 from detectors.onnx_detector import OnnxDetector, fit_into, letterbox
@@ -290,6 +296,7 @@ def quantize_main(args: argparse.Namespace) -> Report:
         fields = read_card_fields(card_path)
         fields.pop("metrics", None)
         fields.pop("metrics_command", None)
+        copy_glyph_check(fields, card_path.parent, int8_card.parent)
         write_card(
             int8_card,
             fields

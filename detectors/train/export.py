@@ -10,7 +10,8 @@ The format (QDQ or QOperator), per-channel weights and the activation
 type are options so they can be compared; the defaults are what shipped.
 Accuracy and latency are added to the cards by ``python -m detectors.evaluate --write-cards``.
 With ``--tuned-from detectors/models`` the new cards start from the shipped cards' threshold,
-second look and vote fields (``detectors.card.TUNED_FIELDS``) instead of the bare defaults.
+second look, vote and glyph check fields (``detectors.card.TUNED_FIELDS``) instead of the bare
+defaults; the glyph check's files are copied beside them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ from typing import Any
 import onnx
 import torch
 
-from detectors.card import MODELS_DIR, tuned_fields, update_card, write_card
+from detectors.card import (
+    MODELS_DIR,
+    copy_glyph_check,
+    tuned_fields,
+    update_card,
+    write_card,
+)
 from detectors.quantize import QuantSettings, TensorReader, card_preprocess, quantize_model
 from detectors.shared_weights import share_weights
 from detectors.synth.scenes import render_scene
@@ -149,6 +156,7 @@ def main(argv: list[str] | None = None) -> None:
             card = base_card(tier, precision, size, train_info) | {"macs": macs, "params": params}
             if args.tuned_from is not None:
                 card |= tuned_fields(args.tuned_from / f"fu_{tier}.{precision}.json")
+                copy_glyph_check(card, args.tuned_from, args.out)
             if precision == "int8":
                 card |= {"fp32_model": paths["fp32"].name, "quantization": quant_info}
             write_card(path.with_suffix(".json"), card)

@@ -35,3 +35,7 @@ def test_new_cards_start_from_the_tuned_fields_of_the_cards_they_replace(
                 k: shipped.get(k) for k in TUNED_FIELDS
             }
             assert written["training"]["steps"] == 0  # the rest is the new model's
+            # The glyph check's files come along: the new cards load as they are
+            assert card.glyph_path is not None and card.glyph_path.parent == out
+            assert card.glyph_path.read_bytes() == (tuned_from / card.glyph_path.name).read_bytes()
+            assert (out / written["glyph"]["fp32_model"]).exists()

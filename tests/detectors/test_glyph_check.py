@@ -175,3 +175,21 @@ def test_other_labels_pass_without_a_glyph_check(tmp_path, fu_frame) -> None:  #
     confirmer = detector.confirmer(fu_frame)
     assert confirmer is not None and confirmer(Detection("poster-7", 0.9, (0, 0, 10, 10)))
     assert confirmer.runs == 0
+
+
+def test_a_card_whose_glyph_check_is_missing_says_so(tmp_path: Path) -> None:
+    card = find_card("l", "int8")
+    copy = tmp_path / card.path.name
+    shutil.copy(card.model_path, copy.with_suffix(".onnx"))
+    with pytest.raises(
+        ModelCardError, match=r"glyph check fu_glyph\.int8\.onnx, which is not beside"
+    ):
+        OnnxDetector(dataclasses.replace(card, path=copy))
+
+
+def test_the_shipped_cards_of_both_profiles_tiers_carry_the_glyph_check() -> None:
+    for tier, precision in (("l", "int8"), ("m", "fp32")):
+        card = find_card(tier, precision)
+        assert card.glyph is not None and card.glyph_path is not None
+        assert card.glyph_path.is_file() and card.glyph.views == 3 and not card.glyph.turned
+    assert find_card("s", "int8").glyph is None  # six detector runs a check: not at 160x120

@@ -33,12 +33,17 @@ def run_quantize(*argv: str) -> quantize.Report:
 
 
 def test_a_carded_detector_gets_an_int8_model_card_and_report(tmp_path: Path, photos: Path) -> None:
-    for suffix in (".onnx", ".json"):
-        shutil.copy(MODELS_DIR / f"fu_m.fp32{suffix}", tmp_path)
-    report = run_quantize(str(tmp_path / "fu_m.fp32.onnx"), "--calib", str(photos))
-    int8 = tmp_path / "fu_m.int8.onnx"
+    for name in ("fu_m.fp32.onnx", "fu_m.fp32.json", "fu_glyph.int8.onnx"):
+        shutil.copy(MODELS_DIR / name, tmp_path)  # the card and what it names
+    out = tmp_path / "out"
+    out.mkdir()
+    int8 = out / "fu_m.int8.onnx"
+    report = run_quantize(
+        str(tmp_path / "fu_m.fp32.onnx"), "--calib", str(photos), "--out", str(int8)
+    )
     card = read_card(int8.with_suffix(".json"))
     assert card.precision == "int8" and card.tier == "m"
+    assert card.glyph_path == out / "fu_glyph.int8.onnx" and card.glyph_path.is_file()
     raw = json.loads(card.path.read_text())
     assert raw["fp32_model"] == "fu_m.fp32.onnx" and raw["file_size"] == int8.stat().st_size
     assert "metrics" not in raw  # the FP32 model's numbers are not the INT8 model's

@@ -181,7 +181,8 @@ def test_the_turned_check_confirms_fu_and_refuses_look_alikes_that_read_as_fu_on
     confirmer = detector.confirmer(image)
     assert len(found) == 1 and confirmer is not None
     assert confirmer(found.items[0]) is turned
-    assert confirmer.runs == detector.close_up_work  # one close-up per check asked
+    # One close-up and the glyph check's views per check asked
+    assert confirmer.runs == detector.close_up_work + detector.glyph_work
     assert (confirmer.check(found.items[0]) >= 0.4) is turned
 
 
@@ -253,7 +254,9 @@ def test_the_turned_check_is_offered_only_by_cards_that_set_it_and_passes_other_
     card = find_card("l", "int8")
     assert card.zoom is not None and card.zoom.turned_min == 0.4
     frame = make_clip(3, n_frames=1).frames[0]
-    plain = dataclasses.replace(card, zoom=dataclasses.replace(card.zoom, turned_min=None))
+    plain = dataclasses.replace(
+        card, zoom=dataclasses.replace(card.zoom, turned_min=None), glyph=None
+    )
     assert OnnxDetector(plain).confirmer(frame) is None
     confirmer = OnnxDetector(card).confirmer(frame)
     assert confirmer is not None
