@@ -192,4 +192,4 @@ def test_the_shipped_cards_of_both_profiles_tiers_carry_the_glyph_check() -> Non
         card = find_card(tier, precision)
         assert card.glyph is not None and card.glyph_path is not None
         assert card.glyph_path.is_file() and card.glyph.views == 3 and not card.glyph.turned
-    assert find_card("s", "int8").glyph is None  # six detector runs a check: not at 160x120
+    assert find_card("s", "int8").glyph is None  # not measured with s (docs/detector.md)
