@@ -8,11 +8,12 @@ that sees only the box (with a margin of ``context``), in grey, at
 ``side x side`` pixels, and was trained on 福 against its look-alikes in
 every training font (``detectors.train.glyph``). Its input is standardized
 inside the graph, so the grey level of ink and paper matters little (their
-contrast only in faint crops). A card asks
-for several views of each detection (:class:`detectors.card.GlyphSpec`).
+contrast only in faint crops). A card asks for several views of each
+detection (:class:`detectors.card.GlyphSpec`).
 
-One view costs about a seventh of one ``l`` detector run, and a voter asks for the
-check only when a track is about to be recognized (:class:`detectors.core.Confirmer`).
+One view costs about a seventh of one ``l`` detector run, and a voter asks
+for the check only when a track is about to be recognized
+(:class:`detectors.core.Confirmer`).
 """
 
 from __future__ import annotations

@@ -326,8 +326,8 @@ class OnnxDetector:
                     f"which is not beside it in {card.path.parent}"
                 )
             self.glyph = GlyphCheck(card.glyph_path, card.glyph, threads)
-            views = card.glyph.macs * card.glyph.views
-            self.glyph_work = views / card.macs if card.macs else 0.0
+            glyph_macs = card.glyph.macs * card.glyph.views
+            self.glyph_work = glyph_macs / card.macs if card.macs else 0.0
 
     @property
     def tier(self) -> str:
