@@ -44,6 +44,8 @@ from detectors.train.model import count_macs_params
 
 FRAME = (640, 480)
 """Scenes are rendered at the size of the frames the detector is evaluated on."""
+SCENES = SceneOptions(cut_look_alikes=True)
+"""The generator's mix with look-alikes cut by the frame (and 福 cut too far ignored)."""
 BOX_JITTER = 0.08
 """Each edge of a box moves by this share of the box's side (one standard deviation)."""
 JITTERS = 2
@@ -76,12 +78,11 @@ def _random_box(rng: np.random.Generator, width: int, height: int) -> Box:
 
 
 def scene_crops(
-    seed: int, split: Split = "train", options: SceneOptions | None = None
+    seed: int, split: Split = "train"
 ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
     """The crops of one scene (``N x side x side`` grey) and their labels (1: 福)."""
     width, height = FRAME
-    options = options or SceneOptions(cut_look_alikes=True)
-    image, fu, ignored, others = render_posters(seed, width, height, split, "mixed", options)
+    image, fu, ignored, others = render_posters(seed, width, height, split, "mixed", SCENES)
     rng = np.random.default_rng(seed + 1)
     boxes: list[tuple[Box, int]] = []
     for label, labelled in ((1, fu), (0, others)):

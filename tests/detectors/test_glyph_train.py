@@ -14,11 +14,12 @@ from torch import nn  # noqa: E402
 from detectors.card import GlyphSpec  # noqa: E402
 from detectors.core import Box  # noqa: E402
 from detectors.glyph_check import GLYPH_SIDE, GlyphCheck, glyph_crop  # noqa: E402
-from detectors.synth.scenes import PosterScene, SceneOptions, render_posters  # noqa: E402
+from detectors.synth.scenes import PosterScene, render_posters  # noqa: E402
 from detectors.train import glyph  # noqa: E402
 from detectors.train.glyph import (  # noqa: E402
     FRAME,
     MIN_BOX_SIDE,
+    SCENES,
     GlyphNet,
     _jittered,
     augment,
@@ -41,7 +42,7 @@ Crops = tuple[np.ndarray, np.ndarray]
 
 def _scene(seed: int) -> PosterScene:
     """The scene :func:`scene_crops` cuts ``seed``'s crops from."""
-    return render_posters(seed, WIDTH, HEIGHT, "train", "mixed", SceneOptions(cut_look_alikes=True))
+    return render_posters(seed, WIDTH, HEIGHT, "train", "mixed", SCENES)
 
 
 def _as_input(crops: np.ndarray) -> torch.Tensor:
