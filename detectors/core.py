@@ -23,6 +23,8 @@ EDGE_MARGIN = 0.01
 
 FrameSize = tuple[int, int]
 """``(width, height)`` in pixels."""
+Region = tuple[int, int, int, int]
+"""A crop of the frame, ``(x0, y0, x1, y1)`` pixels; it may reach past the frame."""
 
 
 class BadImageError(ValueError):

@@ -26,11 +26,10 @@ import numpy.typing as npt
 import onnxruntime as ort
 
 from detectors.card import CONTEXT, GLYPH_SIDE, GlyphSpec
-from detectors.core import Box, ImageBGR
+from detectors.core import Box, ImageBGR, Region
 
 GLYPH_PAD = 114
 """Grey where a crop reaches past the frame, the detector's letterbox grey."""
-Region = tuple[int, int, int, int]
 
 
 def glyph_region(box: Box, context: float = CONTEXT) -> Region:

@@ -38,6 +38,7 @@ from detectors.core import (
     Detection,
     Detections,
     ImageBGR,
+    Region,
     iou,
     require_bgr_image,
 )
@@ -55,8 +56,6 @@ TURNED_FLOOR = 0.1
 so that a cache of its scores can be read at other minimums."""
 GLYPH_REFUSED = -1.0
 """What the check reports for a detection the glyph check refuses: below any minimum."""
-Region = tuple[int, int, int, int]
-"""A crop of the frame, ``(x0, y0, x1, y1)`` pixels."""
 
 
 @dataclass(frozen=True, slots=True)
