@@ -114,8 +114,11 @@ class Confirmer:
     detection's score under the costlier look (0: nothing there); it confirms
     at ``min_score`` or more. ``work`` is what one check costs in network runs
     at the model's input size (see :attr:`Detections.runs`); ``runs`` sums it
-    over the checks made. Detections of labels not in ``labels`` (``None``:
-    every label is judged) are confirmed as they are, at no cost.
+    over the checks made. A check in stages scores below 0 when its first,
+    cheaper stage refused the detection and the rest did not run; such a check
+    costs ``refused_work`` (``None``: ``work``). Detections of labels not in
+    ``labels`` (``None``: every label is judged) are confirmed as they are, at
+    no cost.
     """
 
     check: Callable[[Detection], float]
@@ -123,12 +126,15 @@ class Confirmer:
     work: float
     labels: frozenset[str] | None = None
     runs: float = 0.0
+    refused_work: float | None = None
 
     def __call__(self, detection: Detection) -> bool:
         if self.labels is not None and detection.label not in self.labels:
             return True
-        self.runs += self.work
-        return self.check(detection) >= self.min_score
+        score = self.check(detection)
+        refused = self.refused_work if score < 0 else None
+        self.runs += self.work if refused is None else refused
+        return score >= self.min_score
 
 
 @runtime_checkable

@@ -27,6 +27,7 @@ import onnxruntime as ort
 
 from detectors.card import CONTEXT, GLYPH_SIDE, GlyphSpec
 from detectors.core import Box, ImageBGR, Region
+from detectors.views import view
 
 GLYPH_PAD = 114
 """Grey where a crop reaches past the frame, the detector's letterbox grey."""
@@ -50,15 +51,7 @@ def glyph_crop(
 
     Training crops come from here too, so the network learns exactly what it is shown.
     """
-    height, width = image.shape[:2]
-    x0, y0, x1, y1 = glyph_region(box, context)
-    grey = np.full((y1 - y0, x1 - x0), GLYPH_PAD, np.uint8)
-    inside = image[max(y0, 0) : min(y1, height), max(x0, 0) : min(x1, width)]
-    if inside.size:
-        top, left = max(y0, 0) - y0, max(x0, 0) - x0
-        grey[top : top + inside.shape[0], left : left + inside.shape[1]] = cv2.cvtColor(
-            inside, cv2.COLOR_BGR2GRAY
-        )
+    grey = cv2.cvtColor(view(image, glyph_region(box, context), GLYPH_PAD), cv2.COLOR_BGR2GRAY)
     shrink = grey.shape[0] > side
     resized = cv2.resize(
         grey, (side, side), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR

@@ -45,6 +45,7 @@ from detectors.core import (
 from detectors.glyph_check import GlyphCheck
 from detectors.reshape import at_input_size
 from detectors.shared_weights import check_donors
+from detectors.views import view, within
 
 MAX_PEAKS = 20
 NMS_IOU = 0.5
@@ -210,36 +211,6 @@ def _view_size(box: Box, fill: float, aspect: float, least: float = 0.0) -> tupl
     (the box counted at least ``least`` high)."""
     crop_h = max(box[3] - box[1], (box[2] - box[0]) / aspect, least) / fill
     return crop_h * aspect, crop_h
-
-
-def view(image: ImageBGR, region: Region, pad_value: int, scale: float = 1.0) -> ImageBGR:
-    """``image``'s pixels in ``region``, resized by ``scale``; where the region reaches past
-    the frame, ``pad_value`` grey."""
-    height, width = image.shape[:2]
-    x0, y0, x1, y1 = region
-    inside = image[max(y0, 0) : min(y1, height), max(x0, 0) : min(x1, width)]
-    if scale != 1.0:
-        resized = cv2.resize(inside, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
-        inside = np.asarray(resized, np.uint8)
-    if _within(region, width, height):
-        return inside
-    top, bottom, left, right = (round(b * scale) for b in (-y0, y1 - height, -x0, x1 - width))
-    padded = cv2.copyMakeBorder(
-        inside,
-        max(top, 0),
-        max(bottom, 0),
-        max(left, 0),
-        max(right, 0),
-        cv2.BORDER_CONSTANT,
-        value=(pad_value,) * 3,
-    )
-    return np.asarray(padded, np.uint8)
-
-
-def _within(region: Region, width: int, height: int) -> bool:
-    """Whether ``region`` lies inside a ``width x height`` frame."""
-    x0, y0, x1, y1 = region
-    return x0 >= 0 and y0 >= 0 and x1 <= width and y1 <= height
 
 
 def _shifted(box: Box, dx: float, dy: float) -> Box:
@@ -424,7 +395,8 @@ class OnnxDetector:
             return 1.0 if turned_min is None else self.turned_score(image, detection, floor)
 
         work = self.glyph_work + (0.0 if turned_min is None else self.close_up_work)
-        return Confirmer(check, turned_min or 0.0, work, self._labels)
+        refused_work = None if glyph is None else self.glyph_work  # the close-up never ran
+        return Confirmer(check, turned_min or 0.0, work, self._labels, refused_work=refused_work)
 
     def turned_score(self, image: ImageBGR, detection: Detection, floor: float) -> float:
         """The score of ``detection`` on its close-up turned upside down; 0 below ``floor``.
@@ -459,7 +431,7 @@ class OnnxDetector:
         height, width = image.shape[:2]
         x0, y0, _, y1 = region
         # A zoomed-out view is larger than the frame: shrunk to the input before it is padded.
-        outside = not _within(region, width, height)
+        outside = not within(region, width, height)
         scale = min(1.0, self.close_up.spec.height / (y1 - y0)) if outside else 1.0
         crop = view(image, region, self.card.input.pad_value, scale)
         crop_h, crop_w = crop.shape[:2]

@@ -8,7 +8,13 @@ import pytest
 
 from detectors.card import ModelCard, ModelCardError, ZoomSpec, find_card, read_card
 from detectors.core import Detection, Detections, iou
-from detectors.onnx_detector import OnnxDetector, suppress, view, zoom_out_region, zoom_region
+from detectors.onnx_detector import (
+    GLYPH_REFUSED,
+    OnnxDetector,
+    suppress,
+    zoom_out_region,
+    zoom_region,
+)
 from detectors.synth.scenes import SceneOptions, make_clip
 
 ASPECT = 4 / 3
@@ -181,9 +187,11 @@ def test_the_turned_check_confirms_fu_and_refuses_look_alikes_that_read_as_fu_on
     confirmer = detector.confirmer(image)
     assert len(found) == 1 and confirmer is not None
     assert confirmer(found.items[0]) is turned
-    # One close-up and the glyph check's views per check asked
-    assert confirmer.runs == detector.close_up_work + detector.glyph_work
-    assert (confirmer.check(found.items[0]) >= 0.4) is turned
+    score = confirmer.check(found.items[0])
+    assert (score >= 0.4) is turned
+    # The glyph check's views, then the close-up unless the glyph check refused (蝠)
+    close_up = 0.0 if score == GLYPH_REFUSED else detector.close_up_work
+    assert confirmer.runs == close_up + detector.glyph_work
 
 
 def with_zoom(card: ModelCard, **fields: object) -> OnnxDetector:
@@ -356,20 +364,6 @@ def test_zoom_out_region(box, fill, min_zoom, region) -> None:  # type: ignore[n
         x0, y0, x1, y1 = got
         assert (box[3] - box[1]) / (y1 - y0) <= fill + 0.01
         assert (x0 + x1) / 2 == pytest.approx((box[0] + box[2]) / 2, abs=1)
-
-
-def test_a_view_past_the_frame_is_padded_and_one_inside_is_the_frame_itself() -> None:
-    image = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
-    inside = view(image, (1, 1, 4, 3), 114)
-    assert np.shares_memory(inside, image) and np.array_equal(inside, image[1:3, 1:4])
-    padded = view(image, (-2, -1, 8, 5), 114)
-    assert padded.shape == (6, 10, 3)
-    assert np.array_equal(padded[1:5, 2:8], image)
-    assert (padded[0] == 114).all() and (padded[:, :2] == 114).all() and (padded[5] == 114).all()
-    frame = np.full((480, 640, 3), 7, np.uint8)
-    shrunk = view(frame, (-320, -240, 960, 720), 114, 0.25)  # twice the frame, to a quarter
-    assert shrunk.shape == (240, 320, 3)
-    assert (shrunk[60:180, 80:240] == 7).all() and (shrunk[:60] == 114).all()
 
 
 CLOSE = SceneOptions(glyph_fill=(0.8, 0.85), aimed=True)
