@@ -56,7 +56,8 @@ TURNED_FLOOR = 0.1
 """The turned check reports scores down to this (lower: 0), below any card's ``turned_min``,
 so that a cache of its scores can be read at other minimums."""
 GLYPH_REFUSED = -1.0
-"""What the check reports for a detection the glyph check refuses: below any minimum."""
+"""What the check reports for a detection the glyph check refuses: below any minimum, and
+below 0, so its :class:`Confirmer` charges the glyph views alone (``refused_work``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,7 @@ DETECTOR_CODE = tuple(
     for name in ("onnx_detector.py", "reshape.py", "glyph_check.py", "views.py")
 )
 """What turns a frame and a card into detections and checks: letterbox, decoding, the second
-look, the glyph check."""
+look, the glyph check, and the crops both take."""
 
 
 def generator_fingerprint(package: Path = GENERATOR_PACKAGE) -> str:
