@@ -1,11 +1,10 @@
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from detectors.synth import backgrounds
 from detectors.synth.backgrounds import (
     DEBIAN_PHOTOS,
+    EVAL_DEBIAN_PHOTOS,
     EVAL_PHOTOS,
     PACK_ENV,
     PHOTO_SETS,
@@ -25,6 +24,10 @@ def fresh_cache(monkeypatch):
 
 def test_training_and_held_out_photos_do_not_overlap():
     assert not set(TRAIN_PHOTOS) & set(EVAL_PHOTOS)
+    # by file too: the held-out wallpapers come from packages that training reads
+    training_files = {path for _, path in DEBIAN_PHOTOS.values()}
+    assert not training_files & {path for _, path in EVAL_DEBIAN_PHOTOS.values()}
+    assert len(set(EVAL_PHOTOS)) == len(EVAL_PHOTOS)
     assert len(set(TRAIN_PHOTOS)) == len(TRAIN_PHOTOS)
     assert {package for package, _ in DEBIAN_PHOTOS.values()} == {
         "mate-backgrounds",
@@ -66,14 +69,44 @@ def test_an_unknown_split_is_refused():
         load_photos("test")
 
 
-def test_a_missing_wallpaper_names_the_package_to_install(monkeypatch):
-    name = next(iter(DEBIAN_PHOTOS))
-    monkeypatch.setitem(DEBIAN_PHOTOS, name, ("some-wallpapers", Path("/nonexistent/x.jpg")))
-    with pytest.raises(FileNotFoundError, match="install Debian's some-wallpapers"):
-        load_photos("train")
+def _missing_wallpaper(photos):
+    def patch(monkeypatch, tmp_path):
+        name = next(iter(photos))
+        monkeypatch.setitem(photos, name, ("some-wallpapers", tmp_path / "x.jpg"))
+
+    return patch
 
 
-def test_a_missing_scikit_image_photo_is_named(monkeypatch, tmp_path):
-    monkeypatch.setattr(backgrounds, "_skimage_dir", lambda: tmp_path)
-    with pytest.raises(FileNotFoundError, match=r"coffee\.png$"):
-        load_photos("eval")
+def _missing_sample_photo_folder(module_dir):
+    def patch(monkeypatch, tmp_path):
+        monkeypatch.setattr(backgrounds, module_dir, lambda: tmp_path)
+
+    return patch
+
+
+def _scikit_learn_not_installed(monkeypatch, tmp_path):
+    monkeypatch.setattr(backgrounds.importlib.util, "find_spec", lambda name: None)
+
+
+@pytest.mark.parametrize(
+    ("split", "make_missing", "hint"),
+    [
+        ("train", _missing_wallpaper(DEBIAN_PHOTOS), r"x\.jpg \(install Debian's some-wall"),
+        ("eval", _missing_wallpaper(EVAL_DEBIAN_PHOTOS), r"x\.jpg \(install Debian's some-wall"),
+        (
+            "eval",
+            _missing_sample_photo_folder("_skimage_dir"),
+            r"coffee\.png \(install scikit-image\)",
+        ),
+        (
+            "eval",
+            _missing_sample_photo_folder("_sklearn_images"),
+            r"china\.jpg \(install scikit-learn\)",
+        ),
+        ("eval", _scikit_learn_not_installed, r"sample photos \(install scikit-learn\)"),
+    ],
+)
+def test_a_missing_photo_names_what_to_install(monkeypatch, tmp_path, split, make_missing, hint):
+    make_missing(monkeypatch, tmp_path)
+    with pytest.raises(FileNotFoundError, match=hint):
+        load_photos(split)
