@@ -196,6 +196,12 @@ def load_photos(split: str) -> tuple[ImageBGR, ...]:
     pack = os.environ.get(PACK_ENV)
     if pack:
         with np.load(pack) as blobs:
+            missing = [name for name in names if name not in blobs.files]
+            if missing:  # a pack written before the photo was added
+                raise FileNotFoundError(
+                    f"background pack {pack} lacks {', '.join(missing)}: write it again "
+                    "with python -m detectors.synth.backgrounds --pack PATH"
+                )
             return tuple(_decode(blobs[name]) for name in names)
     return tuple(_read_photo(name) for name in names)
 

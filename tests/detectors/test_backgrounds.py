@@ -64,6 +64,14 @@ def test_a_pack_stands_in_for_the_photo_files(tmp_path, monkeypatch):
         assert set(blobs.files) == set(TRAIN_PHOTOS + EVAL_PHOTOS)
 
 
+def test_a_pack_written_before_a_photo_was_added_says_to_write_it_again(tmp_path, monkeypatch):
+    pack = tmp_path / "old.npz"
+    np.savez(pack, **{name: np.zeros(1, np.uint8) for name in EVAL_PHOTOS[:3]})
+    monkeypatch.setenv(PACK_ENV, str(pack))
+    with pytest.raises(FileNotFoundError, match=r"lacks china\.jpg, flower\.jpg, .*write it again"):
+        load_photos("eval")
+
+
 def test_an_unknown_split_is_refused():
     with pytest.raises(ValueError, match="split must be one of"):
         load_photos("test")
