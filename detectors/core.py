@@ -132,8 +132,8 @@ class Confirmer:
         if self.labels is not None and detection.label not in self.labels:
             return True
         score = self.check(detection)
-        refused = self.refused_work if score < 0 else None
-        self.runs += self.work if refused is None else refused
+        early = self.refused_work  # what a check refused by its first stage costs
+        self.runs += early if score < 0 and early is not None else self.work
         return score >= self.min_score
 
 

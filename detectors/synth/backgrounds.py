@@ -159,9 +159,9 @@ def _sklearn_images() -> Path:
 
 def _photo_file(name: str) -> tuple[Path, str]:
     """Where photo ``name`` is, and what to install when it is not there."""
-    debian = {**DEBIAN_PHOTOS, **EVAL_DEBIAN_PHOTOS}
-    if name in debian:
-        package, path = debian[name]
+    debian = DEBIAN_PHOTOS.get(name) or EVAL_DEBIAN_PHOTOS.get(name)
+    if debian is not None:
+        package, path = debian
         return path, f"Debian's {package}"
     if name in SKLEARN_PHOTOS:
         return _sklearn_images() / name, "scikit-learn"
