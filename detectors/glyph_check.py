@@ -4,11 +4,13 @@ The detector finds 福 in a whole frame at 320x240; it also scores some
 look-alikes (a 祸 in a brush font, a 逼 cut by the frame) like 福 on every
 frame, and the vote cannot tell a steady look-alike from a steady 福. The
 glyph check is the recognition half of detection + recognition: a network
-that sees only the box (with a margin of ``context``), in grey, at
-``side x side`` pixels, and was trained on 福 against its look-alikes in
-every training font (``detectors.train.glyph``). Its input is standardized
-inside the graph, so the grey level of ink and paper matters little (their
-contrast only in faint crops). A card asks for several views of each
+that sees only the box (with a margin of ``context``), at ``side x side``
+pixels, and was trained on 福 against its look-alikes in every training font
+(``detectors.train.glyph``). A recognizer sees grey crops or colour crops, as
+its file's input says (1 or 3 channels): in grey, ink that differs from the
+ground only in hue (red on an orange dahlia) vanishes. Its input is
+standardized inside the graph, so the level of ink and paper matters little
+(their contrast only in faint crops). A card asks for several views of each
 detection (:class:`detectors.card.GlyphSpec`).
 
 One view costs about a seventh of one ``l`` detector run, and a voter asks
@@ -44,19 +46,37 @@ def glyph_region(box: Box, context: float = CONTEXT) -> Region:
 
 
 def glyph_crop(
-    image: ImageBGR, box: Box, side: int = GLYPH_SIDE, context: float = CONTEXT
+    image: ImageBGR,
+    box: Box,
+    side: int = GLYPH_SIDE,
+    context: float = CONTEXT,
+    channels: int = 1,
 ) -> npt.NDArray[np.uint8]:
-    """The recognizer's view of ``box`` in ``image``: its :func:`glyph_region` in grey,
-    ``side x side`` uint8, :data:`GLYPH_PAD` past the frame's edges.
+    """The recognizer's view of ``box`` in ``image``: its :func:`glyph_region`, ``side x
+    side`` uint8 in grey (``channels`` 1) or ``side x side x 3`` BGR (``channels`` 3),
+    :data:`GLYPH_PAD` past the frame's edges.
 
     Training crops come from here too, so the network learns exactly what it is shown.
     """
-    grey = cv2.cvtColor(view(image, glyph_region(box, context), GLYPH_PAD), cv2.COLOR_BGR2GRAY)
-    shrink = grey.shape[0] > side
+    if channels not in (1, 3):
+        raise ValueError(f"a glyph crop has 1 or 3 channels, not {channels}")
+    crop = view(image, glyph_region(box, context), GLYPH_PAD)
+    if channels == 1:
+        crop = np.asarray(cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY), np.uint8)
+    shrink = crop.shape[0] > side
     resized = cv2.resize(
-        grey, (side, side), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR
+        crop, (side, side), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR
     )
     return np.asarray(resized, np.uint8)
+
+
+def crop_tensor(crops: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
+    """``N x side x side`` grey or ``N x side x side x 3`` colour crops as the recognizer's
+    input: ``N x channels x side x side`` float in [0, 1]."""
+    scaled = crops.astype(np.float32) / 255.0
+    if crops.ndim == 3:
+        return scaled[:, None]
+    return np.ascontiguousarray(scaled.transpose(0, 3, 1, 2))
 
 
 class GlyphCheck:
@@ -70,17 +90,26 @@ class GlyphCheck:
         self._session = ort.InferenceSession(
             str(model_path), options, providers=["CPUExecutionProvider"]
         )
-        self._input = self._session.get_inputs()[0].name
+        (crops,) = self._session.get_inputs()
+        self._input = crops.name
+        self.channels = crops.shape[1]
+        """1: the recognizer reads grey crops; 3: colour crops (BGR)."""
+        if self.channels not in (1, 3):
+            raise ValueError(
+                f"{model_path.name}: a glyph check reads 1 or 3 channels, its input has "
+                f"shape {crops.shape}"
+            )
 
     def scores(self, crops: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
-        """The probability that each ``N x side x side`` grey crop holds 福."""
-        tensor = crops[:, None].astype(np.float32) / 255.0
-        (out,) = self._session.run(None, {self._input: tensor})
+        """The probability that each crop (:func:`glyph_crop`, as many channels as the
+        recognizer reads) holds 福."""
+        (out,) = self._session.run(None, {self._input: crop_tensor(crops)})
         return np.asarray(out, np.float32).reshape(-1)
 
     def score(self, image: ImageBGR, box: Box) -> float:
         """The probability that ``box`` in ``image`` holds 福: the least over the spec's views."""
-        crops = [glyph_crop(image, box, self.spec.side, c) for c in self.spec.contexts]
+        side, channels = self.spec.side, self.channels
+        crops = [glyph_crop(image, box, side, c, channels) for c in self.spec.contexts]
         if self.spec.turned:
             crops += [crop[::-1, ::-1] for crop in crops]
         return float(self.scores(np.stack(crops)).min())

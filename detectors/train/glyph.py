@@ -12,6 +12,9 @@ Its threshold is picked on training-split crops it never trained on, and its
 pass rates printed on held-out crops (evaluation fonts and photos); ``--export``
 then writes ONNX (FP32 and INT8) and compares the two files.
 
+``--colour`` trains a recognizer of colour crops (luma and two chroma channels, each
+standardized in the graph); ``--resume`` from a grey one starts it where the grey one was.
+
 GPU:  python -m detectors.train.glyph --device cuda --scenes 150000 --minutes 5 --workers 15
 CPU:  python -m detectors.train.glyph --device cpu --scenes 2000 --minutes 2 --workers 2
 Then: python -m detectors.train.glyph --export --out build/glyph
@@ -37,7 +40,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from detectors.core import Box, iou
-from detectors.glyph_check import GLYPH_SIDE, GlyphCheck, GlyphSpec, glyph_crop
+from detectors.glyph_check import GLYPH_SIDE, GlyphCheck, GlyphSpec, crop_tensor, glyph_crop
 from detectors.quantize import QuantSettings, TensorReader, quantize_model
 from detectors.synth.scenes import SceneOptions, Split, render_posters
 from detectors.train.model import count_macs_params
@@ -78,9 +81,10 @@ def _random_box(rng: np.random.Generator, width: int, height: int) -> Box:
 
 
 def scene_crops(
-    seed: int, split: Split = "train"
+    seed: int, split: Split = "train", channels: int = 1
 ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
-    """The crops of one scene (``N x side x side`` grey) and their labels (1: 福)."""
+    """The crops of one scene (:func:`glyph_crop`'s, in ``channels``) and their labels
+    (1: 福)."""
     width, height = FRAME
     image, fu, ignored, others = render_posters(seed, width, height, split, "mixed", SCENES)
     rng = np.random.default_rng(seed + 1)
@@ -96,15 +100,18 @@ def scene_crops(
         box = _random_box(rng, width, height)
         if all(iou(box, other) < 0.2 for other in avoid):
             boxes.append((box, 0))
-    crops = np.zeros((len(boxes), GLYPH_SIDE, GLYPH_SIDE), np.uint8)
+    shape = (GLYPH_SIDE, GLYPH_SIDE) if channels == 1 else (GLYPH_SIDE, GLYPH_SIDE, channels)
+    crops = np.zeros((len(boxes), *shape), np.uint8)
     for i, (box, _) in enumerate(boxes):
-        crops[i] = glyph_crop(image, box)
+        crops[i] = glyph_crop(image, box, channels=channels)
     return crops, np.array([label for _, label in boxes], np.uint8)
 
 
-def crops_of(seeds: range, split: Split = "train") -> tuple[npt.NDArray[np.uint8], ...]:
+def crops_of(
+    seeds: range, split: Split = "train", channels: int = 1
+) -> tuple[npt.NDArray[np.uint8], ...]:
     """:func:`scene_crops` of every seed, stacked."""
-    return stacked(scene_crops(s, split) for s in seeds)
+    return stacked(scene_crops(s, split, channels) for s in seeds)
 
 
 def stacked(
@@ -115,7 +122,7 @@ def stacked(
     return np.concatenate(crops), np.concatenate(labels)
 
 
-def _chunk(job: tuple[range, Split]) -> tuple[npt.NDArray[np.uint8], ...]:
+def _chunk(job: tuple[range, Split, int]) -> tuple[npt.NDArray[np.uint8], ...]:
     return crops_of(*job)
 
 
@@ -124,10 +131,10 @@ def _single_threaded() -> None:
 
 
 def crops_parallel(
-    seeds: range, split: Split, workers: int, chunk: int = 64
+    seeds: range, split: Split, workers: int, channels: int = 1, chunk: int = 64
 ) -> Iterator[tuple[npt.NDArray[np.uint8], ...]]:
     """:func:`crops_of` in ``workers`` processes, chunk by chunk in seed order."""
-    jobs = [(seeds[i : i + chunk], split) for i in range(0, len(seeds), chunk)]
+    jobs = [(seeds[i : i + chunk], split, channels) for i in range(0, len(seeds), chunk)]
     # Spawned, not forked: the parent has started OpenCV's and torch's thread pools, whose
     # locks a forked child could inherit held (it hung so).
     spawn = multiprocessing.get_context("spawn")
@@ -141,14 +148,26 @@ def _block(cin: int, cout: int, stride: int) -> nn.Sequential:
     )
 
 
-class GlyphNet(nn.Module):
-    """64x64 grey in [0, 1] -> logit of 福. Standardizes each crop first (in the graph): its
-    mean grey is taken away (brightness does not matter) and it is divided by its spread plus
-    0.02 (contrast matters only in faint crops)."""
+LUMA_BGR = (0.114, 0.587, 0.299)
+"""Grey from BGR as OpenCV makes it (BT.601): a colour network's first channel is the grey
+network's input."""
 
-    def __init__(self, widths: tuple[int, ...] = (16, 32, 64, 96, 128)) -> None:
+
+class GlyphNet(nn.Module):
+    """64x64 crops in [0, 1] (grey, or BGR if ``channels`` is 3) -> logit of 福.
+
+    A colour crop is turned into luma (the grey crop) and two chroma channels (blue and red
+    less luma), so that ink differing from its ground only in hue still shows. Each channel
+    of each crop is standardized first (in the graph): its mean is taken away (brightness
+    does not matter) and it is divided by its spread plus 0.02 (contrast matters only in
+    faint crops)."""
+
+    def __init__(self, widths: tuple[int, ...] = (16, 32, 64, 96, 128), channels: int = 1) -> None:
         super().__init__()
-        layers = [_block(1, widths[0], 1)]
+        if channels not in (1, 3):
+            raise ValueError(f"a glyph net reads 1 or 3 channels, not {channels}")
+        self.channels = channels
+        layers = [_block(channels, widths[0], 1)]
         for cin, cout in itertools.pairwise(widths):
             layers += [_block(cin, cout, 2), _block(cout, cout, 1)]
         self.features = nn.Sequential(*layers)
@@ -156,10 +175,40 @@ class GlyphNet(nn.Module):
         self.head = nn.Linear(widths[-1] * cells * cells, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.channels == 3:
+            blue, red = x[:, 0:1], x[:, 2:3]
+            luma = LUMA_BGR[0] * blue + LUMA_BGR[1] * x[:, 1:2] + LUMA_BGR[2] * red
+            x = torch.cat((luma, blue - luma, red - luma), dim=1)
         mean = x.mean(dim=(2, 3), keepdim=True)
         spread = ((x - mean) ** 2).mean(dim=(2, 3), keepdim=True).sqrt()
         x = (x - mean) / (spread + 0.02)
         return self.head(self.features(x).flatten(1)).squeeze(1)
+
+
+def colour_from_grey(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A grey :class:`GlyphNet`'s weights for a colour one: its first convolution reads luma
+    as it read grey and gives the chroma channels no weight yet, so the colour network starts
+    out scoring every crop as the grey one did."""
+    first = "features.0.0.weight"
+    grey = state[first]
+    if grey.shape[1] != 1:
+        raise ValueError(f"not a grey glyph net: its first convolution reads {grey.shape[1]}")
+    return state | {first: torch.cat((grey, torch.zeros_like(grey), torch.zeros_like(grey)), 1)}
+
+
+def load_net(path: str | Path, device: torch.device, channels: int | None = None) -> GlyphNet:
+    """The :class:`GlyphNet` saved at ``path``, reading ``channels`` (by default as saved): a
+    grey one becomes a colour one through :func:`colour_from_grey`."""
+    state = torch.load(path, map_location=device)
+    saved = int(state["features.0.0.weight"].shape[1])
+    channels = saved if channels is None else channels
+    if channels != saved:
+        if (saved, channels) != (1, 3):
+            raise ValueError(f"{path} reads {saved} channels; it cannot be made to read {channels}")
+        state = colour_from_grey(state)
+    net = GlyphNet(channels=channels).to(device)
+    net.load_state_dict(state)
+    return net
 
 
 class Probability(nn.Module):
@@ -178,10 +227,14 @@ class CropStream:
 
     def __init__(self, args: argparse.Namespace, device: torch.device) -> None:
         room = args.scenes * 6  # about 4.5 crops a scene; past the room, dropped
-        self.crops = torch.empty((room, GLYPH_SIDE, GLYPH_SIDE), dtype=torch.uint8, device=device)
+        colour = (3,) if args.colour else ()
+        self.crops = torch.empty(
+            (room, GLYPH_SIDE, GLYPH_SIDE, *colour), dtype=torch.uint8, device=device
+        )
         self.labels = torch.empty(room, device=device)
         self.ready = 0
-        chunks = crops_parallel(range(args.seed, args.seed + args.scenes), "train", args.workers)
+        seeds = range(args.seed, args.seed + args.scenes)
+        chunks = crops_parallel(seeds, "train", args.workers, channels_of(args))
         self._thread = threading.Thread(target=self._fill, args=(chunks,), daemon=True)
         self._thread.start()
 
@@ -202,12 +255,32 @@ class CropStream:
         return augment(self.crops[idx]), self.labels[idx]
 
 
+def channels_of(args: argparse.Namespace) -> int:
+    return 3 if args.colour else 1
+
+
+def as_input(crops: torch.Tensor) -> torch.Tensor:
+    """uint8 N x H x W (grey) or N x H x W x 3 (BGR) to float N x C x H x W in [0, 1], as
+    :func:`detectors.glyph_check.crop_tensor` makes the runtime's."""
+    x = crops.float() / 255
+    return x[:, None] if crops.dim() == 3 else x.permute(0, 3, 1, 2)
+
+
+_ORDERS = torch.tensor(list(itertools.permutations(range(3))))
+
+
 def augment(crops: torch.Tensor) -> torch.Tensor:
-    """uint8 N x H x W to float N x 1 x H x W in [0, 1], with per-crop noise and gamma
-    (brightness the network standardizes away, and most of contrast), half of them turned
-    upside down (a turned 福 is still 福, a turned look-alike still not)."""
-    x = crops.float()[:, None] / 255
+    """:func:`as_input` with per-crop noise and gamma (brightness the network standardizes
+    away, and most of contrast), half of them turned upside down (a turned 福 is still 福,
+    a turned look-alike still not), and half of the colour ones with their channels in
+    another order (so that no ink or paper colour comes to mean 福)."""
+    x = as_input(crops)
     n = x.shape[0]
+    if x.shape[1] == 3:
+        orders = _ORDERS.to(x.device)[torch.randint(0, len(_ORDERS), (n,), device=x.device)]
+        keep = torch.rand(n, device=x.device) < 0.5
+        orders[keep] = torch.arange(3, device=x.device)
+        x = torch.gather(x, 1, orders[:, :, None, None].expand_as(x))
     turned = torch.rand(n, 1, 1, 1, device=x.device) < 0.5
     x = torch.where(turned, x.flip(2, 3), x)
     gamma = torch.exp(torch.empty(n, 1, 1, 1, device=x.device).normal_(0, 0.25))
@@ -222,7 +295,7 @@ def _scores(net: nn.Module, crops: npt.NDArray[np.uint8], device: torch.device) 
     out = []
     with torch.no_grad():
         for i in range(0, len(crops), 2048):
-            x = torch.from_numpy(crops[i : i + 2048]).to(device).float()[:, None] / 255
+            x = torch.from_numpy(crop_tensor(crops[i : i + 2048])).to(device)
             out.append(torch.sigmoid(net(x)).cpu().numpy())
     net.train(training)
     return np.concatenate(out) if out else np.zeros(0, np.float32)
@@ -259,15 +332,17 @@ def train(args: argparse.Namespace) -> None:
     torch.manual_seed(args.seed)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    val_crops, val_labels = stacked(
-        crops_parallel(range(VAL_SEED, VAL_SEED + args.val_scenes), "train", args.workers)
-    )
+    channels = channels_of(args)
+    val = range(VAL_SEED, VAL_SEED + args.val_scenes)
+    val_crops, val_labels = stacked(crops_parallel(val, "train", args.workers, channels))
     held = range(HELD_OUT_SEED, HELD_OUT_SEED + args.val_scenes)
-    held_crops, held_labels = stacked(crops_parallel(held, "eval", args.workers))
+    held_crops, held_labels = stacked(crops_parallel(held, "eval", args.workers, channels))
     stream = CropStream(args, device)
-    net = GlyphNet().to(device)
-    if args.resume:
-        net.load_state_dict(torch.load(args.resume, map_location=device))
+    net = (
+        load_net(args.resume, device, channels)
+        if args.resume
+        else GlyphNet(channels=channels).to(device)
+    )
     opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=1e-4)
     start, step = time.time(), 0
     while (elapsed := time.time() - start) < args.minutes * 60 and step < args.max_steps:
@@ -285,7 +360,7 @@ def train(args: argparse.Namespace) -> None:
     torch.save(net.state_dict(), out / "glyph.pt")
     val_scores = _scores(net, val_crops, device)
     threshold = pick_threshold(val_scores, val_labels, args.pass_target)
-    macs, params = count_macs_params(net, GLYPH_SIDE, GLYPH_SIDE, channels=1)
+    macs, params = count_macs_params(net, GLYPH_SIDE, GLYPH_SIDE, channels=channels)
     report = {
         "macs": macs,
         "params": params,
@@ -304,7 +379,7 @@ def export(net: GlyphNet, out: Path, calibration: npt.NDArray[np.uint8]) -> None
     (calibrated on ``calibration``'s first 256 crops)."""
     net.eval()
     fp32 = out / "fu_glyph.fp32.onnx"
-    dummy = torch.zeros(1, 1, GLYPH_SIDE, GLYPH_SIDE)
+    dummy = torch.zeros(1, net.channels, GLYPH_SIDE, GLYPH_SIDE)
     torch.onnx.export(
         Probability(net),
         (dummy,),
@@ -315,22 +390,23 @@ def export(net: GlyphNet, out: Path, calibration: npt.NDArray[np.uint8]) -> None
         opset_version=17,
         dynamo=False,
     )
-    tensors = (c[None, None].astype(np.float32) / 255 for c in calibration[:256])
+    tensors = (crop_tensor(calibration[i : i + 1]) for i in range(min(256, len(calibration))))
     quantize_model(fp32, out / GLYPH_MODEL, TensorReader("crops", tensors), QuantSettings())
 
 
 def export_and_compare(out: Path, val_scenes: int, workers: int, pass_target: float) -> None:
     """Export ``out``'s ``glyph.pt``; pick the INT8 file's threshold on training-split crops
     it never trained on; print both files' pass rates there and on held-out crops."""
-    net = GlyphNet()
-    net.load_state_dict(torch.load(out / "glyph.pt", map_location="cpu"))
-    val = stacked(crops_parallel(range(VAL_SEED, VAL_SEED + val_scenes), "train", workers))
+    net = load_net(out / "glyph.pt", torch.device("cpu"))
+    channels = net.channels
+    val_seeds = range(VAL_SEED, VAL_SEED + val_scenes)
+    val = stacked(crops_parallel(val_seeds, "train", workers, channels))
     held = range(HELD_OUT_SEED, HELD_OUT_SEED + val_scenes)
-    held_out = stacked(crops_parallel(held, "eval", workers))
+    held_out = stacked(crops_parallel(held, "eval", workers, channels))
     export(net, out, val[0])
     int8 = GlyphCheck(out / GLYPH_MODEL, GlyphSpec(GLYPH_MODEL, 0.5))
     threshold = pick_threshold(int8.scores(val[0]), val[1], pass_target)
-    macs, params = count_macs_params(net, GLYPH_SIDE, GLYPH_SIDE, channels=1)
+    macs, params = count_macs_params(net, GLYPH_SIDE, GLYPH_SIDE, channels=channels)
     report: dict[str, object] = {"threshold": threshold, "macs": macs, "params": params}
     for name in ("fu_glyph.fp32.onnx", GLYPH_MODEL):
         check = GlyphCheck(out / name, GlyphSpec(name, threshold))
@@ -354,7 +430,10 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--pass-target", type=float, default=PASS_TARGET, help="share of 福 crops to pass, (0, 1]"
     )
-    parser.add_argument("--resume", help="a glyph.pt to start from")
+    parser.add_argument(
+        "--colour", action="store_true", help="read colour crops (luma and two chroma channels)"
+    )
+    parser.add_argument("--resume", help="a glyph.pt to start from (a grey one for --colour too)")
     parser.add_argument("--out", default="build/glyph")
     parser.add_argument(
         "--export", action="store_true", help="export --out's glyph.pt to ONNX and compare"
