@@ -1,8 +1,8 @@
 """The glyph check: its crops, its card field, and how the detector's confirmer asks it.
 
 A stand-in recognizer built here with ``onnx.helper`` (no torch needed) scores a
-crop by its mean grey level, or by a constant, so that each rule can be checked
-exactly.
+crop by its mean level (over its channels: grey, or BGR), or by a constant, so that
+each rule can be checked exactly.
 """
 
 import dataclasses
@@ -10,6 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
+import cv2
 import numpy as np
 import onnx
 import pytest
@@ -17,14 +18,15 @@ from onnx import TensorProto, helper
 
 from detectors.card import CONTEXT, GLYPH_SIDE, GlyphSpec, ModelCardError, find_card, read_card
 from detectors.core import Detection
-from detectors.glyph_check import GLYPH_PAD, GlyphCheck, glyph_crop, glyph_region
+from detectors.glyph_check import GLYPH_PAD, GlyphCheck, crop_tensor, glyph_crop, glyph_region
 from detectors.onnx_detector import GLYPH_REFUSED, OnnxDetector
 from detectors.synth.scenes import make_clip
 
 
-def stand_in(path: Path, constant: float | None = None) -> Path:
-    """A recognizer whose score is each crop's mean grey (0..1), or ``constant``."""
-    crops = helper.make_tensor_value_info("crops", TensorProto.FLOAT, ["n", 1, 64, 64])
+def stand_in(path: Path, constant: float | None = None, channels: int = 1) -> Path:
+    """A recognizer of ``channels`` whose score is each crop's mean level (0..1), or
+    ``constant``."""
+    crops = helper.make_tensor_value_info("crops", TensorProto.FLOAT, ["n", channels, 64, 64])
     fu = helper.make_tensor_value_info("fu", TensorProto.FLOAT, ["n", 1])
     weight = 0.0 if constant is not None else 1.0
     nodes = [
@@ -67,6 +69,53 @@ def test_a_crop_is_grey_at_the_asked_side_and_padded_past_the_frame() -> None:
     # The region is (-20, -20, 60, 60): its top-left quarter lies past the frame.
     assert crop[0, 0] == GLYPH_PAD and crop[-1, -1] == 76
     assert abs(int(glyph_crop(image, (10, 10, 90, 90), side=16)[8, 8]) - 76) <= 1
+
+
+def test_a_colour_crop_keeps_the_frames_bgr_and_greys_as_the_grey_crop() -> None:
+    image = np.zeros((100, 100, 3), np.uint8)
+    image[:, :50] = (200, 40, 10)  # blue on the left
+    image[:, 50:] = (10, 60, 220)  # red on the right
+    box = (0.0, 0.0, 100.0, 50.0)  # the top half; at 1.25 the crop reaches above the frame
+    colour = glyph_crop(image, box, side=32, channels=3)
+    assert colour.shape == (32, 32, 3) and colour.dtype == np.uint8
+    assert colour[0, 16].tolist() == [GLYPH_PAD] * 3  # past the frame: grey in every channel
+    assert colour[-1, 8].tolist() == [200, 40, 10] and colour[-1, -8].tolist() == [10, 60, 220]
+    grey = glyph_crop(image, box, side=32)
+    assert np.abs(cv2.cvtColor(colour, cv2.COLOR_BGR2GRAY).astype(int) - grey).max() <= 1
+
+
+@pytest.mark.parametrize("channels", [0, 2, 4])
+def test_a_crop_of_other_than_1_or_3_channels_is_refused(channels: int) -> None:
+    with pytest.raises(ValueError, match="1 or 3 channels"):
+        glyph_crop(np.zeros((40, 40, 3), np.uint8), (0, 0, 20, 20), channels=channels)
+
+
+@pytest.mark.parametrize(
+    ("shape", "tensor_shape"),
+    [((2, 8, 8), (2, 1, 8, 8)), ((2, 8, 8, 3), (2, 3, 8, 8)), ((0, 8, 8, 3), (0, 3, 8, 8))],
+)
+def test_crops_become_channels_first_floats(shape, tensor_shape) -> None:  # type: ignore[no-untyped-def]
+    crops = np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8)
+    tensor = crop_tensor(crops)
+    assert tensor.shape == tensor_shape and tensor.dtype == np.float32
+    channels_last = tensor[:, 0] if len(shape) == 3 else tensor.transpose(0, 2, 3, 1)
+    np.testing.assert_allclose(channels_last * 255, crops, atol=1e-4)
+
+
+@pytest.mark.parametrize(("channels", "score"), [(1, 29 / 255), (3, 1 / 3)])
+def test_the_check_reads_the_channels_its_recognizer_asks_for(  # type: ignore[no-untyped-def]
+    tmp_path, channels, score
+) -> None:
+    check = GlyphCheck(stand_in(tmp_path / "g.onnx", channels=channels), GlyphSpec("g.onnx", 0.5))
+    assert check.channels == channels
+    image = np.zeros((200, 200, 3), np.uint8)
+    image[:] = (255, 0, 0)  # pure blue: grey 29 under BT.601, a third of the colour crop's level
+    assert check.score(image, (50.0, 50.0, 150.0, 150.0)) == pytest.approx(score, abs=0.005)
+
+
+def test_a_recognizer_of_other_channels_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"g\.onnx: a glyph check reads 1 or 3 channels"):
+        GlyphCheck(stand_in(tmp_path / "g.onnx", channels=2), GlyphSpec("g.onnx", 0.5))
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ run end to end (training-only code: skipped without torch)."""
 import json
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 
@@ -18,12 +19,16 @@ from detectors.synth.scenes import PosterScene, render_posters  # noqa: E402
 from detectors.train import glyph  # noqa: E402
 from detectors.train.glyph import (  # noqa: E402
     FRAME,
+    LUMA_BGR,
     MIN_BOX_SIDE,
     SCENES,
     GlyphNet,
     _jittered,
+    as_input,
     augment,
+    colour_from_grey,
     export,
+    load_net,
     main,
     pass_rates,
     pick_threshold,
@@ -46,7 +51,7 @@ def _scene(seed: int) -> PosterScene:
 
 
 def _as_input(crops: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(crops).float()[:, None] / 255
+    return as_input(torch.from_numpy(crops))
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +140,18 @@ def test_without_jitter_each_crop_is_the_runtimes_crop_of_a_labelled_box(
             np.testing.assert_array_equal(crop, want)
         looked_at += len(expected)
     assert looked_at > 0
+
+
+def test_colour_crops_are_the_grey_crops_in_colour(crops_by_seed: dict[int, Crops]) -> None:
+    for seed in range(4):
+        grey, labels = crops_by_seed[seed]
+        colour, colour_labels = scene_crops(seed, channels=3)
+        np.testing.assert_array_equal(colour_labels, labels)
+        assert colour.shape == (*grey.shape, 3)
+        greyed = (
+            np.stack([cv2.cvtColor(c, cv2.COLOR_BGR2GRAY) for c in colour]) if len(colour) else grey
+        )
+        assert np.abs(greyed.astype(int) - grey).max(initial=0) <= 1
 
 
 @pytest.mark.parametrize("seed", [1, 3, 9])
@@ -271,6 +288,61 @@ def test_glyph_net_gives_one_logit_a_crop(n: int) -> None:
     assert torch.isfinite(out).all()
 
 
+@pytest.mark.parametrize("channels", [0, 2])
+def test_a_glyph_net_of_other_than_1_or_3_channels_is_refused(channels: int) -> None:
+    with pytest.raises(ValueError, match="1 or 3 channels"):
+        GlyphNet(channels=channels)
+
+
+def _luma(x: torch.Tensor) -> torch.Tensor:
+    """N x 3 x H x W BGR to N x 1 x H x W luma, unrounded."""
+    return sum((w * x[:, i : i + 1] for i, w in enumerate(LUMA_BGR)), torch.zeros(()))
+
+
+def test_a_colour_net_standardizes_luma_and_two_chromas(some_crops: np.ndarray) -> None:
+    """A colour crop becomes luma (the crop's grey), blue less luma and red less luma, each
+    standardized as a grey crop is: ink that differs from its ground only in hue shows in the
+    chroma channels."""
+    x = torch.rand(5, 3, GLYPH_SIDE, GLYPH_SIDE)
+    seen: list[torch.Tensor] = []
+    net = GlyphNet(widths=(4, 8), channels=3).eval()
+    net.features.register_forward_pre_hook(lambda _, args: seen.append(args[0]))
+    with torch.no_grad():
+        assert net(x).shape == (5,)
+    luma = _luma(x)
+    planes = torch.cat((luma, x[:, 0:1] - luma, x[:, 2:3] - luma), 1)
+    mean = planes.mean(dim=(2, 3), keepdim=True)
+    spread = planes.std(dim=(2, 3), keepdim=True, unbiased=False)
+    torch.testing.assert_close(seen[0], (planes - mean) / (spread + 0.02), rtol=1e-4, atol=1e-4)
+
+
+def test_a_colour_net_from_a_grey_one_scores_as_the_grey_one(
+    tmp_path: Path, settled_net: GlyphNet
+) -> None:
+    """Its chroma channels start with no weight, so a fine-tune from the shipped grey network
+    starts where that network is."""
+    colour, _ = stacked(scene_crops(s, channels=3) for s in range(4))
+    x = _as_input(colour[:12])
+    torch.save(settled_net.state_dict(), tmp_path / "glyph.pt")
+    net = load_net(tmp_path / "glyph.pt", torch.device("cpu"), channels=3).eval()
+    assert net.channels == 3
+    with torch.no_grad():
+        from_grey = settled_net(_luma(x))
+        from_colour = net(x)
+    assert float(from_grey.std()) > 0.05
+    torch.testing.assert_close(from_colour, from_grey, rtol=0, atol=1e-4)
+
+
+def test_a_grey_net_is_loaded_as_saved_and_a_colour_one_is_not_made_grey(tmp_path: Path) -> None:
+    torch.save(GlyphNet(widths=(4, 8)).state_dict(), tmp_path / "small.pt")
+    torch.save(GlyphNet(channels=3).state_dict(), tmp_path / "colour.pt")
+    assert load_net(tmp_path / "colour.pt", torch.device("cpu")).channels == 3
+    with pytest.raises(ValueError, match="reads 3 channels; it cannot be made to read 1"):
+        load_net(tmp_path / "colour.pt", torch.device("cpu"), channels=1)
+    with pytest.raises(ValueError, match="not a grey glyph net"):
+        colour_from_grey(GlyphNet(channels=3).state_dict())
+
+
 @pytest.mark.parametrize("offset", [0.2, -0.3, 0.5])
 def test_glyph_net_ignores_a_change_of_brightness(
     offset: float, some_crops: np.ndarray, settled_net: GlyphNet
@@ -335,6 +407,20 @@ def test_augment_turns_some_crops_upside_down_and_mirrors_none() -> None:
     assert set(brightest.tolist()) == {0, 3}  # top-left as it was, or bottom-right: turned
 
 
+def test_augment_reorders_the_channels_of_half_the_colour_crops_and_mixes_none() -> None:
+    crops = torch.zeros((400, 8, 8, 3), dtype=torch.uint8)
+    crops[..., 1], crops[..., 2] = 120, 250  # B < G < R in every crop
+    torch.manual_seed(0)
+    out = augment(crops)
+    assert out.shape == (400, 3, 8, 8)
+    # Gamma and noise keep each crop's order of levels, so the order tells the permutation.
+    orders = out.mean(dim=(2, 3)).argsort(dim=1)
+    assert all(sorted(o) == [0, 1, 2] for o in orders.tolist())
+    kept = int((orders == torch.arange(3)).all(dim=1).sum())
+    assert 400 * 0.5 < kept < 400 * 0.7  # half kept, and one in six of the rest by chance
+    assert len({tuple(o) for o in orders.tolist()}) == 6
+
+
 # --- count_macs_params -----------------------------------------------------------------------
 
 
@@ -393,6 +479,19 @@ TINY_RUN = [
     "--batch", "16", "--workers", "1",
 ]  # fmt: skip
 """One step of training (whatever the machine's speed), on crops of 40 scenes."""
+
+
+def test_a_tiny_colour_run_from_a_grey_net_then_its_export(
+    tmp_path: Path, settled_net: GlyphNet
+) -> None:
+    torch.save(settled_net.state_dict(), tmp_path / "grey.pt")
+    out = str(tmp_path / "colour")
+    main([*TINY_RUN, "--colour", "--resume", str(tmp_path / "grey.pt"), "--out", out])
+    report = json.loads((tmp_path / "colour" / "report.json").read_text())
+    assert report["macs"] == 41_879_552 + 64 * 64 * 16 * 9 * 2  # the chroma planes' first layer
+    main(["--export", "--val-scenes", "12", "--workers", "1", "--out", out])
+    check = GlyphCheck(tmp_path / "colour" / "fu_glyph.int8.onnx", GlyphSpec("g", 0.5))
+    assert check.channels == 3
 
 
 def test_a_tiny_training_run_then_its_export(tmp_path: Path) -> None:
