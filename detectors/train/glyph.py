@@ -75,7 +75,9 @@ def _jittered(rng: np.random.Generator, box: Box, width: int, height: int) -> Bo
 def _random_box(rng: np.random.Generator, width: int, height: int) -> Box:
     side = math.exp(rng.uniform(math.log(30), math.log(0.8 * height)))
     aspect = math.exp(rng.normal(0, 0.2))
-    w, h = side * aspect, side / aspect
+    # A long thin box is cut to the frame: placing one longer than the frame raised (it once
+    # stopped a training run's crop workers at its 57,000th scene).
+    w, h = min(side * aspect, width), min(side / aspect, height)
     x0, y0 = rng.uniform(-0.2 * w, width - 0.8 * w), rng.uniform(-0.2 * h, height - 0.8 * h)
     return max(x0, 0.0), max(y0, 0.0), min(x0 + w, width), min(y0 + h, height)
 

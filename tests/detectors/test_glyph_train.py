@@ -24,6 +24,7 @@ from detectors.train.glyph import (  # noqa: E402
     SCENES,
     GlyphNet,
     _jittered,
+    _random_box,
     as_input,
     augment,
     colour_from_grey,
@@ -209,6 +210,25 @@ def test_each_edge_moves_by_its_share_of_the_boxs_side() -> None:
     sides = np.array([100.0, 200.0, 100.0, 200.0])
     np.testing.assert_allclose(moves.mean(axis=0) / sides, 0.0, atol=0.01)
     np.testing.assert_allclose(moves.std(axis=0) / sides, glyph.BOX_JITTER, rtol=0.08)
+
+
+class _Extreme:
+    """A stand-in generator: every uniform draw at its top, every normal draw ``sigmas`` out."""
+
+    def __init__(self, sigmas: float) -> None:
+        self.sigmas = sigmas
+
+    def uniform(self, low: float, high: float) -> float:
+        return high
+
+    def normal(self, mean: float, std: float) -> float:
+        return mean + self.sigmas * std
+
+
+@pytest.mark.parametrize("sigmas", [-6.0, -3.0, 0.0, 3.0, 6.0])
+def test_a_random_box_of_any_aspect_lies_within_the_frame(sigmas: float) -> None:
+    x0, y0, x1, y1 = _random_box(_Extreme(sigmas), WIDTH, HEIGHT)  # type: ignore[arg-type]
+    assert 0 <= x0 < x1 <= WIDTH and 0 <= y0 < y1 <= HEIGHT
 
 
 # --- pick_threshold and pass_rates -----------------------------------------------------------
