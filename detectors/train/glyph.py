@@ -102,11 +102,15 @@ def scene_crops(
         box = _random_box(rng, width, height)
         if all(iou(box, other) < 0.2 for other in avoid):
             boxes.append((box, 0))
-    shape = (GLYPH_SIDE, GLYPH_SIDE) if channels == 1 else (GLYPH_SIDE, GLYPH_SIDE, channels)
-    crops = np.zeros((len(boxes), *shape), np.uint8)
+    crops = np.zeros((len(boxes), *crop_shape(channels)), np.uint8)
     for i, (box, _) in enumerate(boxes):
         crops[i] = glyph_crop(image, box, channels=channels)
     return crops, np.array([label for _, label in boxes], np.uint8)
+
+
+def crop_shape(channels: int) -> tuple[int, ...]:
+    """The shape of one :func:`glyph_crop` in ``channels`` (1: grey, 3: BGR)."""
+    return (GLYPH_SIDE, GLYPH_SIDE) if channels == 1 else (GLYPH_SIDE, GLYPH_SIDE, channels)
 
 
 def crops_of(
@@ -229,14 +233,12 @@ class CropStream:
 
     def __init__(self, args: argparse.Namespace, device: torch.device) -> None:
         room = args.scenes * 6  # about 4.5 crops a scene; past the room, dropped
-        colour = (3,) if args.colour else ()
-        self.crops = torch.empty(
-            (room, GLYPH_SIDE, GLYPH_SIDE, *colour), dtype=torch.uint8, device=device
-        )
+        channels = channels_of(args)
+        self.crops = torch.empty((room, *crop_shape(channels)), dtype=torch.uint8, device=device)
         self.labels = torch.empty(room, device=device)
         self.ready = 0
         seeds = range(args.seed, args.seed + args.scenes)
-        chunks = crops_parallel(seeds, "train", args.workers, channels_of(args))
+        chunks = crops_parallel(seeds, "train", args.workers, channels)
         self._thread = threading.Thread(target=self._fill, args=(chunks,), daemon=True)
         self._thread.start()
 
