@@ -191,22 +191,27 @@ class GlyphNet(nn.Module):
         return self.head(self.features(x).flatten(1)).squeeze(1)
 
 
+FIRST_CONV = "features.0.0.weight"
+"""The state-dict key of a :class:`GlyphNet`'s first convolution, whose input channels tell
+a grey network from a colour one."""
+
+
 def colour_from_grey(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """A grey :class:`GlyphNet`'s weights for a colour one: its first convolution reads luma
     as it read grey and gives the chroma channels no weight yet, so the colour network starts
     out scoring every crop as the grey one did."""
-    first = "features.0.0.weight"
-    grey = state[first]
+    grey = state[FIRST_CONV]
     if grey.shape[1] != 1:
         raise ValueError(f"not a grey glyph net: its first convolution reads {grey.shape[1]}")
-    return state | {first: torch.cat((grey, torch.zeros_like(grey), torch.zeros_like(grey)), 1)}
+    chroma = torch.zeros_like(grey)
+    return state | {FIRST_CONV: torch.cat((grey, chroma, chroma), 1)}
 
 
 def load_net(path: str | Path, device: torch.device, channels: int | None = None) -> GlyphNet:
     """The :class:`GlyphNet` saved at ``path``, reading ``channels`` (by default as saved): a
     grey one becomes a colour one through :func:`colour_from_grey`."""
     state = torch.load(path, map_location=device)
-    saved = int(state["features.0.0.weight"].shape[1])
+    saved = int(state[FIRST_CONV].shape[1])
     channels = saved if channels is None else channels
     if channels != saved:
         if (saved, channels) != (1, 3):
@@ -331,16 +336,28 @@ def pass_rates(
     }
 
 
+def check_crops(
+    scenes: int, workers: int, channels: int
+) -> tuple[tuple[npt.NDArray[np.uint8], ...], tuple[npt.NDArray[np.uint8], ...]]:
+    """Crops and labels to judge a recognizer on: of ``scenes`` training-split scenes it never
+    trains on (to pick its threshold), and of as many held-out scenes."""
+    val = range(VAL_SEED, VAL_SEED + scenes)
+    held = range(HELD_OUT_SEED, HELD_OUT_SEED + scenes)
+    return (
+        stacked(crops_parallel(val, "train", workers, channels)),
+        stacked(crops_parallel(held, "eval", workers, channels)),
+    )
+
+
 def train(args: argparse.Namespace) -> None:
     device = torch.device(args.device)
     torch.manual_seed(args.seed)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     channels = channels_of(args)
-    val = range(VAL_SEED, VAL_SEED + args.val_scenes)
-    val_crops, val_labels = stacked(crops_parallel(val, "train", args.workers, channels))
-    held = range(HELD_OUT_SEED, HELD_OUT_SEED + args.val_scenes)
-    held_crops, held_labels = stacked(crops_parallel(held, "eval", args.workers, channels))
+    (val_crops, val_labels), (held_crops, held_labels) = check_crops(
+        args.val_scenes, args.workers, channels
+    )
     stream = CropStream(args, device)
     net = (
         load_net(args.resume, device, channels)
@@ -403,10 +420,7 @@ def export_and_compare(out: Path, val_scenes: int, workers: int, pass_target: fl
     it never trained on; print both files' pass rates there and on held-out crops."""
     net = load_net(out / "glyph.pt", torch.device("cpu"))
     channels = net.channels
-    val_seeds = range(VAL_SEED, VAL_SEED + val_scenes)
-    val = stacked(crops_parallel(val_seeds, "train", workers, channels))
-    held = range(HELD_OUT_SEED, HELD_OUT_SEED + val_scenes)
-    held_out = stacked(crops_parallel(held, "eval", workers, channels))
+    val, held_out = check_crops(val_scenes, workers, channels)
     export(net, out, val[0])
     int8 = GlyphCheck(out / GLYPH_MODEL, GlyphSpec(GLYPH_MODEL, 0.5))
     threshold = pick_threshold(int8.scores(val[0]), val[1], pass_target)
