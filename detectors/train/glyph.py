@@ -29,6 +29,7 @@ import math
 import multiprocessing
 import threading
 import time
+import traceback
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -234,31 +235,54 @@ class Probability(nn.Module):
 
 
 class CropStream:
-    """Training crops made in worker processes straight into device memory, while training."""
+    """Training crops made in worker processes straight into device memory, while training.
 
-    def __init__(self, args: argparse.Namespace, device: torch.device) -> None:
-        room = args.scenes * 6  # about 4.5 crops a scene; past the room, dropped
-        channels = channels_of(args)
+    ``chunks`` yields (crops, labels) arrays; past ``room`` crops the rest are dropped. If
+    making them fails, training goes on over the crops already made (a device call is not
+    lost to it) and :attr:`failure` says what went wrong, for the run's report.
+    """
+
+    def __init__(
+        self,
+        chunks: Iterator[tuple[npt.NDArray[np.uint8], ...]],
+        room: int,
+        channels: int,
+        device: torch.device,
+    ) -> None:
         self.crops = torch.empty((room, *crop_shape(channels)), dtype=torch.uint8, device=device)
         self.labels = torch.empty(room, device=device)
         self.ready = 0
-        seeds = range(args.seed, args.seed + args.scenes)
-        chunks = crops_parallel(seeds, "train", args.workers, channels)
+        self.failure: str | None = None
         self._thread = threading.Thread(target=self._fill, args=(chunks,), daemon=True)
         self._thread.start()
 
+    @classmethod
+    def of_scenes(cls, args: argparse.Namespace, device: torch.device) -> CropStream:
+        """The crops of ``args.scenes`` training-split scenes from ``args.seed`` on."""
+        channels = channels_of(args)
+        seeds = range(args.seed, args.seed + args.scenes)
+        chunks = crops_parallel(seeds, "train", args.workers, channels)
+        return cls(chunks, args.scenes * 6, channels, device)  # about 4.5 crops a scene
+
     def _fill(self, chunks: Iterator[tuple[npt.NDArray[np.uint8], ...]]) -> None:
-        for crops, labels in chunks:
-            end = min(self.ready + len(crops), len(self.crops))
-            n = end - self.ready
-            self.crops[self.ready : end].copy_(torch.from_numpy(crops[:n]))
-            self.labels[self.ready : end].copy_(torch.from_numpy(labels[:n]).float())
-            self.ready = end
+        try:
+            for crops, labels in chunks:
+                end = min(self.ready + len(crops), len(self.crops))
+                n = end - self.ready
+                self.crops[self.ready : end].copy_(torch.from_numpy(crops[:n]))
+                self.labels[self.ready : end].copy_(torch.from_numpy(labels[:n]).float())
+                self.ready = end
+        except Exception as exc:  # any failure of a worker: reported, not raised in a thread
+            self.failure = f"{type(exc).__name__}: {exc} (after {self.ready} crops)"
+            traceback.print_exc()
 
     def batch(self, size: int) -> tuple[torch.Tensor, torch.Tensor]:
         while self.ready < size:
             if not self._thread.is_alive():  # a worker failed, or every scene is cropped
-                raise RuntimeError(f"{self.ready} training crops, fewer than a batch of {size}")
+                why = f": {self.failure}" if self.failure else ""
+                raise RuntimeError(
+                    f"{self.ready} training crops, fewer than a batch of {size}{why}"
+                )
             time.sleep(0.2)
         idx = torch.randint(0, self.ready, (size,), device=self.crops.device)
         return augment(self.crops[idx]), self.labels[idx]
@@ -358,7 +382,7 @@ def train(args: argparse.Namespace) -> None:
     (val_crops, val_labels), (held_crops, held_labels) = check_crops(
         args.val_scenes, args.workers, channels
     )
-    stream = CropStream(args, device)
+    stream = CropStream.of_scenes(args, device)
     net = (
         load_net(args.resume, device, channels)
         if args.resume
@@ -377,7 +401,8 @@ def train(args: argparse.Namespace) -> None:
         opt.step()
         step += 1
         if step % 500 == 0:
-            print(f"step {step} loss {loss.item():.4f} crops {stream.ready} {elapsed:.0f}s")
+            failed = f" (making crops failed: {stream.failure})" if stream.failure else ""
+            print(f"step {step} loss {loss.item():.4f} crops {stream.ready} {elapsed:.0f}s{failed}")
     torch.save(net.state_dict(), out / "glyph.pt")
     val_scores = _scores(net, val_crops, device)
     threshold = pick_threshold(val_scores, val_labels, args.pass_target)
@@ -387,6 +412,7 @@ def train(args: argparse.Namespace) -> None:
         "params": params,
         "steps": step,
         "crops_trained_on": stream.ready,
+        "crop_failure": stream.failure,
         "threshold": threshold,
         "train_split": pass_rates(val_scores, val_labels, threshold),
         "held_out": pass_rates(_scores(net, held_crops, device), held_labels, threshold),

@@ -2,6 +2,7 @@
 run end to end (training-only code: skipped without torch)."""
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import cv2
@@ -22,6 +23,7 @@ from detectors.train.glyph import (  # noqa: E402
     LUMA_BGR,
     MIN_BOX_SIDE,
     SCENES,
+    CropStream,
     GlyphNet,
     _jittered,
     _random_box,
@@ -39,6 +41,7 @@ from detectors.train.glyph import (  # noqa: E402
 from detectors.train.model import count_macs_params  # noqa: E402
 
 WIDTH, HEIGHT = FRAME
+CPU = torch.device("cpu")
 SEEDS = range(20)
 """Of these training scenes, some hold a 福 and some (0, 2, 7, 11, 12, ...) none."""
 
@@ -520,7 +523,7 @@ def test_a_tiny_training_run_then_its_export(tmp_path: Path) -> None:
     assert (tmp_path / "glyph.pt").is_file()
     report = json.loads((tmp_path / "report.json").read_text())
     assert {"threshold", "train_split", "held_out", "macs", "params"} <= report.keys()
-    assert report["steps"] == 1
+    assert report["steps"] == 1 and report["crop_failure"] is None
     assert 0.0 <= report["threshold"] <= 1.0
     assert report["macs"] == 41_879_552
     assert report["train_split"]["fu_crops"] > 0 and report["held_out"]["fu_crops"] > 0
@@ -534,3 +537,34 @@ def test_a_tiny_training_run_then_its_export(tmp_path: Path) -> None:
     for name in ("fu_glyph.fp32.onnx", "fu_glyph.int8.onnx"):
         for split in ("train_split", "held_out"):
             assert 0.0 <= compared[f"{name} {split}"]["fu_pass"] <= 1.0
+
+
+# --- the crop stream ---------------------------------------------------------------------------
+
+
+def _chunks_then(failure: Exception | None, n_chunks: int = 2) -> Iterator[Crops]:
+    """Chunks of four grey crops labelled 1, then ``failure`` raised (if any)."""
+    for i in range(n_chunks):
+        yield np.full((4, GLYPH_SIDE, GLYPH_SIDE), i, np.uint8), np.ones(4, np.uint8)
+    if failure is not None:
+        raise failure
+
+
+def test_the_crop_stream_trains_on_what_its_workers_made_and_keeps_the_first_failure() -> None:
+    stream = CropStream(_chunks_then(ValueError("a box beyond the frame")), 64, 1, CPU)
+    with pytest.raises(
+        RuntimeError,
+        match=r"8 training crops, fewer than a batch of 9: "
+        r"ValueError: a box beyond the frame \(after 8 crops\)",
+    ):
+        stream.batch(9)
+    x, y = stream.batch(8)
+    assert x.shape == (8, 1, GLYPH_SIDE, GLYPH_SIDE) and bool((y == 1).all())
+    assert stream.failure == "ValueError: a box beyond the frame (after 8 crops)"
+
+
+def test_a_crop_stream_that_made_every_chunk_has_no_failure_and_drops_what_has_no_room() -> None:
+    stream = CropStream(_chunks_then(None, n_chunks=3), 10, 1, CPU)
+    with pytest.raises(RuntimeError, match=r"^10 training crops, fewer than a batch of 11$"):
+        stream.batch(11)
+    assert stream.failure is None
