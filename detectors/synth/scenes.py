@@ -127,13 +127,17 @@ class SceneOptions:
     aimed: bool = False
     """The scene's first poster (a 福 where there is one) goes in its middle, where a person
     scanning aims the camera, instead of anywhere."""
+    ornament_share: float = 0.0
+    """The share of backgrounds that are painted architecture (:func:`_ornament`) instead of a
+    photo or a wall: bands of motifs, lattices and pillars in strong colours, whose strokes
+    are what bare ink is lost among on the held-out photos."""
     negative_share: float = NEGATIVE_SHARE
     """The share of ``content="mixed"`` stills that hold only look-alikes; those with 福 give
     way (``EMPTY_SHARE`` stay empty). A clip's content is chosen by its caller, so clips refuse
     any other share."""
 
     def __post_init__(self) -> None:
-        for name in ("bare_ink_share", "upside_down_share", "low_contrast_share"):
+        for name in ("bare_ink_share", "upside_down_share", "low_contrast_share", "ornament_share"):
             share = getattr(self, name)
             if share is not None and not 0.0 <= share <= 1.0:
                 raise ValueError(f"{name} must be within 0..1, got {share}")
@@ -221,6 +225,13 @@ def add_scene_arguments(parser: argparse.ArgumentParser, clips: bool = False) ->
         f"for a 福 filling the screen (default {GLYPH_FILL[0]}:{GLYPH_FILL[1]})",
     )
     parser.add_argument(
+        "--ornament-share",
+        type=share_argument,
+        default=0.0,
+        help="share of backgrounds painted like temple architecture: bands of motifs, "
+        "lattices and pillars in strong colours (default %(default)s)",
+    )
+    parser.add_argument(
         "--aimed",
         action="store_true",
         help="the first poster (a 福 where there is one) in the middle of the scene, where a "
@@ -237,6 +248,7 @@ def scene_options(args: argparse.Namespace) -> SceneOptions:
         args.low_contrast_share,
         args.glyph_fill,
         args.aimed,
+        args.ornament_share,
         getattr(args, "negative_share", NEGATIVE_SHARE),
     )
 
@@ -513,8 +525,14 @@ def _share_in_frame(
     return float(np.mean(inside & (points[:, 1] < height)))
 
 
-def _background(rng: Rng, split: Split, width: int, height: int) -> FloatImage:
-    """A random crop of a background photo, or a procedural wall, as float BGR."""
+def _background(
+    rng: Rng, split: Split, width: int, height: int, ornament_share: float = 0.0
+) -> FloatImage:
+    """A random crop of a background photo, or a procedural wall, as float BGR; with
+    ``ornament_share``, that share of them painted architecture (:func:`_ornament`)."""
+    # Drawn only when asked for: the generator's own mix stays as it was.
+    if ornament_share > 0 and rng.random() < ornament_share:
+        return _ornament(rng, width, height)
     if rng.random() < 0.75:
         photos = load_photos(split)
         photo = photos[rng.integers(len(photos))]
@@ -532,6 +550,81 @@ def _background(rng: Rng, split: Split, width: int, height: int) -> FloatImage:
     ramp = np.linspace(rng.uniform(0.6, 1.0), rng.uniform(0.6, 1.2), width, dtype=np.float32)
     wall = np.broadcast_to(base * ramp[None, :, None], (height, width, 3)).copy()
     return wall
+
+
+ORNAMENT_PALETTE = np.array(
+    [
+        (40, 40, 190), (30, 30, 120), (60, 150, 50), (40, 90, 30), (160, 100, 30),
+        (120, 60, 20), (40, 180, 220), (30, 120, 170), (230, 230, 230), (30, 30, 30),
+        (150, 150, 60), (70, 110, 200),
+    ],
+    np.float32,
+)  # fmt: skip
+"""BGR colours of painted temple woodwork: vermilion, maroon, greens, blues, gold, ochre,
+white, black, teal, orange."""
+
+
+def _ornament(rng: Rng, width: int, height: int) -> FloatImage:
+    """Painted architecture, as float BGR: horizontal bands, each plain, a row of motifs
+    (boxes, discs, diamonds, short strokes), a lattice of thin bars, slats, roof tiles or a
+    mosaic of small cells, in a few strong colours, with pillars across them. Its edges are
+    as dense and stroke-like as a temple's beams and windows, where bare ink on a held-out
+    photo was most often missed (docs/detector.md, "What would improve it")."""
+    scale = min(width, height) / 480
+    colours = ORNAMENT_PALETTE[rng.choice(len(ORNAMENT_PALETTE), 4, replace=False)]
+    colours = np.clip(colours * rng.uniform(0.75, 1.2, (4, 1)), 0, 255)
+
+    def colour(i: int) -> tuple[float, ...]:
+        return tuple(float(c) for c in colours[i % 4])
+
+    canvas = np.empty((height, width, 3), np.float32)
+    canvas[:] = colours[0]
+    y = 0
+    while y < height:
+        band = max(4, round(rng.uniform(0.04, 0.3) * height))
+        ink, ground = (int(i) for i in rng.choice(4, 2, replace=False))
+        cv2.rectangle(canvas, (0, y), (width, y + band), colour(ground), -1)
+        kind = rng.integers(6)
+        thick = max(1, round(rng.uniform(1, 6) * scale))
+        if kind == 1:  # a row of motifs
+            step = max(6, round(rng.uniform(0.5, 1.5) * band))
+            motif = rng.integers(4)
+            for x in range(int(rng.integers(step)), width + step, step):
+                cx, cy, r = x, y + band // 2, max(2, round(band * rng.uniform(0.25, 0.45)))
+                if motif == 0:
+                    cv2.rectangle(canvas, (cx - r, cy - r), (cx + r, cy + r), colour(ink), thick)
+                elif motif == 1:
+                    cv2.circle(canvas, (cx, cy), r, colour(ink), thick, cv2.LINE_AA)
+                elif motif == 2:
+                    diamond = np.array([(cx, cy - r), (cx + r, cy), (cx, cy + r), (cx - r, cy)])
+                    cv2.polylines(canvas, [diamond.astype(np.int32)], True, colour(ink), thick)
+                else:
+                    cv2.line(canvas, (cx - r, cy + r), (cx + r, cy - r), colour(ink), thick)
+        elif kind == 2:  # a lattice window
+            step = max(4, round(rng.uniform(6, 24) * scale))
+            for x in range(int(rng.integers(step)), width, step):
+                cv2.line(canvas, (x, y), (x, y + band), colour(ink), thick)
+            for yy in range(y + int(rng.integers(step)), y + band, step):
+                cv2.line(canvas, (0, yy), (width, yy), colour(ink), thick)
+        elif kind == 3:  # slats
+            step = max(3, round(rng.uniform(3, 12) * scale))
+            for x in range(int(rng.integers(step)), width, step):
+                cv2.line(canvas, (x, y), (x, y + band), colour(ink), max(1, step // 3))
+        elif kind == 4:  # roof tiles: rows of arcs
+            r = max(2, round(rng.uniform(3, 12) * scale))
+            for row, yy in enumerate(range(y, y + band, r)):
+                for x in range(-(row % 2) * r, width + r, 2 * r):
+                    cv2.ellipse(canvas, (x, yy), (r, r), 0, 0, 180, colour(ink), thick)
+        elif kind == 5:  # a painted mosaic of small cells
+            cell = max(2, round(rng.uniform(4, 16) * scale))
+            cells = rng.integers(4, size=(band // cell + 1, width // cell + 1))
+            mosaic = np.repeat(np.repeat(colours[cells], cell, 0), cell, 1)
+            canvas[y : y + band] = mosaic[: min(band, height - y), :width]
+        y += band
+    for _ in range(int(rng.integers(0, 4))):  # pillars
+        x, half = int(rng.integers(width)), max(2, round(rng.uniform(0.02, 0.08) * width))
+        cv2.rectangle(canvas, (x - half, 0), (x + half, height), colour(int(rng.integers(4))), -1)
+    return canvas
 
 
 def _clutter(rng: Rng, canvas: FloatImage, count: int) -> None:
@@ -738,7 +831,7 @@ def render_posters(
         other character (look-alike or festive).
     """
     rng = np.random.default_rng(seed)
-    canvas = _background(rng, split, width, height)
+    canvas = _background(rng, split, width, height, options.ornament_share)
     _clutter(rng, canvas, int(rng.integers(0, 6)))
     picked = _pick_content(rng, content, options)
     placed = _place_posters(rng, canvas, split, picked, options)
@@ -786,7 +879,7 @@ def make_clip(
     margin = 0.06
     big_w, big_h = round(width * (1 + 2 * margin)), round(height * (1 + 2 * margin))
     split: Split = "eval"
-    base = _background(rng, split, big_w, big_h)
+    base = _background(rng, split, big_w, big_h, options.ornament_share)
     _clutter(rng, base, int(rng.integers(0, 4)))
     if content == "mixed":
         with_fu = base.copy()
