@@ -14,6 +14,8 @@ then writes ONNX (FP32 and INT8) and compares the two files.
 
 ``--colour`` trains a recognizer of colour crops (luma and two chroma channels, each
 standardized in the graph); ``--resume`` from a grey one starts it where the grey one was.
+The scene flags (``--bare-ink-share``, ``--ornament-share``, ...) change the scenes the
+training crops are cut from; the judging crops keep the generator's mix.
 
 GPU:  python -m detectors.train.glyph --device cuda --scenes 150000 --minutes 5 --workers 15
 CPU:  python -m detectors.train.glyph --device cpu --scenes 2000 --minutes 2 --workers 2
@@ -31,6 +33,7 @@ import threading
 import time
 import traceback
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -43,13 +46,20 @@ from torch import nn
 from detectors.core import Box, iou
 from detectors.glyph_check import GLYPH_SIDE, GlyphCheck, GlyphSpec, crop_tensor, glyph_crop
 from detectors.quantize import QuantSettings, TensorReader, quantize_model
-from detectors.synth.scenes import SceneOptions, Split, render_posters
+from detectors.synth.scenes import (
+    SceneOptions,
+    Split,
+    add_scene_arguments,
+    render_posters,
+    scene_options,
+)
 from detectors.train.model import count_macs_params
 
 FRAME = (640, 480)
 """Scenes are rendered at the size of the frames the detector is evaluated on."""
 SCENES = SceneOptions(cut_look_alikes=True)
-"""The generator's mix with look-alikes cut by the frame (and 福 cut too far ignored)."""
+"""The generator's mix with look-alikes cut by the frame (and 福 cut too far ignored): the
+judging crops' scenes, and the training crops' unless the scene flags change them."""
 BOX_JITTER = 0.08
 """Each edge of a box moves by this share of the box's side (one standard deviation)."""
 JITTERS = 2
@@ -84,12 +94,12 @@ def _random_box(rng: np.random.Generator, width: int, height: int) -> Box:
 
 
 def scene_crops(
-    seed: int, split: Split = "train", channels: int = 1
+    seed: int, split: Split = "train", channels: int = 1, options: SceneOptions = SCENES
 ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
-    """The crops of one scene (:func:`glyph_crop`'s, in ``channels``) and their labels
-    (1: 福)."""
+    """The crops of one scene of ``options`` (:func:`glyph_crop`'s, in ``channels``) and
+    their labels (1: 福)."""
     width, height = FRAME
-    image, fu, ignored, others = render_posters(seed, width, height, split, "mixed", SCENES)
+    image, fu, ignored, others = render_posters(seed, width, height, split, "mixed", options)
     rng = np.random.default_rng(seed + 1)
     boxes: list[tuple[Box, int]] = []
     for label, labelled in ((1, fu), (0, others)):
@@ -115,10 +125,10 @@ def crop_shape(channels: int) -> tuple[int, ...]:
 
 
 def crops_of(
-    seeds: range, split: Split = "train", channels: int = 1
+    seeds: range, split: Split = "train", channels: int = 1, options: SceneOptions = SCENES
 ) -> tuple[npt.NDArray[np.uint8], ...]:
     """:func:`scene_crops` of every seed, stacked."""
-    return stacked(scene_crops(s, split, channels) for s in seeds)
+    return stacked(scene_crops(s, split, channels, options) for s in seeds)
 
 
 def stacked(
@@ -129,7 +139,7 @@ def stacked(
     return np.concatenate(crops), np.concatenate(labels)
 
 
-def _chunk(job: tuple[range, Split, int]) -> tuple[npt.NDArray[np.uint8], ...]:
+def _chunk(job: tuple[range, Split, int, SceneOptions]) -> tuple[npt.NDArray[np.uint8], ...]:
     return crops_of(*job)
 
 
@@ -138,10 +148,15 @@ def _single_threaded() -> None:
 
 
 def crops_parallel(
-    seeds: range, split: Split, workers: int, channels: int = 1, chunk: int = 64
+    seeds: range,
+    split: Split,
+    workers: int,
+    channels: int = 1,
+    options: SceneOptions = SCENES,
+    chunk: int = 64,
 ) -> Iterator[tuple[npt.NDArray[np.uint8], ...]]:
     """:func:`crops_of` in ``workers`` processes, chunk by chunk in seed order."""
-    jobs = [(seeds[i : i + chunk], split, channels) for i in range(0, len(seeds), chunk)]
+    jobs = [(seeds[i : i + chunk], split, channels, options) for i in range(0, len(seeds), chunk)]
     # Spawned, not forked: the parent has started OpenCV's and torch's thread pools, whose
     # locks a forked child could inherit held (it hung so).
     spawn = multiprocessing.get_context("spawn")
@@ -258,10 +273,11 @@ class CropStream:
 
     @classmethod
     def of_scenes(cls, args: argparse.Namespace, device: torch.device) -> CropStream:
-        """The crops of ``args.scenes`` training-split scenes from ``args.seed`` on."""
+        """The crops of ``args.scenes`` training-split scenes from ``args.seed`` on, as the
+        scene flags make them (:func:`training_scenes`)."""
         channels = channels_of(args)
         seeds = range(args.seed, args.seed + args.scenes)
-        chunks = crops_parallel(seeds, "train", args.workers, channels)
+        chunks = crops_parallel(seeds, "train", args.workers, channels, training_scenes(args))
         return cls(chunks, args.scenes * 6, channels, device)  # about 4.5 crops a scene
 
     def _fill(self, chunks: Iterator[tuple[npt.NDArray[np.uint8], ...]]) -> None:
@@ -290,6 +306,12 @@ class CropStream:
 
 def channels_of(args: argparse.Namespace) -> int:
     return 3 if args.colour else 1
+
+
+def training_scenes(args: argparse.Namespace) -> SceneOptions:
+    """The scenes the training crops are cut from: the scene flags', look-alikes always cut by
+    the frame too."""
+    return replace(scene_options(args), cut_look_alikes=True)
 
 
 def as_input(crops: torch.Tensor) -> torch.Tensor:
@@ -479,6 +501,9 @@ def make_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--resume", help="a glyph.pt to start from (a grey one for --colour too)")
     parser.add_argument("--out", default="build/glyph")
+    # The scene flags change the training crops only; the judging crops stay at SCENES. Look-
+    # alikes are always cut by the frame, and scenes are mixed as the generator mixes them.
+    add_scene_arguments(parser, clips=True)
     parser.add_argument(
         "--export", action="store_true", help="export --out's glyph.pt to ONNX and compare"
     )

@@ -1,6 +1,7 @@
 """Training the glyph check: scene crops, the network, the threshold, the export and a tiny
 run end to end (training-only code: skipped without torch)."""
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +38,7 @@ from detectors.train.glyph import (  # noqa: E402
     pick_threshold,
     scene_crops,
     stacked,
+    training_scenes,
 )
 from detectors.train.model import count_macs_params  # noqa: E402
 
@@ -537,6 +539,35 @@ def test_a_tiny_training_run_then_its_export(tmp_path: Path) -> None:
     for name in ("fu_glyph.fp32.onnx", "fu_glyph.int8.onnx"):
         for split in ("train_split", "held_out"):
             assert 0.0 <= compared[f"{name} {split}"]["fu_pass"] <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("argv", "changes"),
+    [
+        ([], {}),
+        (["--ornament-share", "0.25"], {"ornament_share": 0.25}),
+        (["--bare-ink-share", "0.5", "--aimed"], {"bare_ink_share": 0.5, "aimed": True}),
+    ],
+)
+def test_the_scene_flags_change_the_training_scenes_whose_look_alikes_stay_cut(
+    argv: list[str], changes: dict[str, object]
+) -> None:
+    args = glyph.make_parser().parse_args(argv)
+    assert training_scenes(args) == dataclasses.replace(SCENES, **changes)  # type: ignore[arg-type]
+
+
+def test_cut_look_alikes_is_no_flag_of_glyph_training() -> None:
+    with pytest.raises(SystemExit):
+        glyph.make_parser().parse_args(["--cut-look-alikes"])  # always on
+
+
+def test_crops_of_scenes_on_painted_architecture_are_other_crops(
+    crops_by_seed: dict[int, Crops],
+) -> None:
+    painted = dataclasses.replace(SCENES, ornament_share=1.0)
+    for seed in (1, 3):
+        crops, _ = scene_crops(seed, options=painted)
+        assert len(crops) and not np.array_equal(crops, crops_by_seed[seed][0][: len(crops)])
 
 
 # --- the crop stream ---------------------------------------------------------------------------
