@@ -235,17 +235,27 @@ def test_the_best_close_up_decides_and_each_is_charged() -> None:
     )
 
 
-def test_a_fu_the_first_look_scores_under_0_3_is_found_through_its_close_up() -> None:
+@pytest.mark.parametrize(
+    ("seed", "frame", "fu", "cut_before"),
+    [
+        (19009, 14, 0, 0.3),  # thin white bare ink on a saucer, cut at the foot: 0.23 first
+        (27798, 3, 1, 0.2),  # red ink on a yellow diamond on the pagoda: 0.12 first
+    ],
+)
+def test_a_fu_the_first_look_scores_under_an_earlier_cut_is_found_through_its_close_up(
+    seed: int, frame: int, fu: int, cut_before: float
+) -> None:
     card = find_card("l", "int8")
-    assert card.zoom is not None and card.zoom.candidates == 0.2
-    clip = make_clip(19009, 120, content="fu")  # thin white bare ink on a saucer, cut at the foot
-    frame, truth = clip.frames[14], tuple(clip.boxes[14][0].tolist())
+    assert card.zoom is not None and card.zoom.candidates == 0.1
+    clip = make_clip(seed, 120, content="fu")
+    image, truth = clip.frames[frame], tuple(clip.boxes[frame][fu].tolist())
     shipped = OnnxDetector(card)
-    first = [c for c in shipped.look(frame, 0.05) if iou(c.box, truth) >= 0.3]
-    assert 0.2 <= first[0].score < 0.3  # 0.23: a candidate at the shipped cut, not at 0.3
-    found = [d for d in shipped.detect(frame) if iou(d.box, truth) >= 0.5]
-    assert len(found) == 1 and found[0].score >= 0.9  # its close-up reads it plainly
-    assert not any(iou(d.box, truth) >= 0.5 for d in with_zoom(card, candidates=0.3).detect(frame))
+    first = [c for c in shipped.look(image, 0.05) if iou(c.box, truth) >= 0.3]
+    assert 0.1 <= first[0].score < cut_before  # a candidate at the shipped cut only
+    found = [d for d in shipped.detect(image) if iou(d.box, truth) >= 0.5]
+    assert len(found) == 1 and found[0].score >= 0.85  # its close-up reads it plainly
+    earlier = with_zoom(card, candidates=cut_before)
+    assert not any(iou(d.box, truth) >= 0.5 for d in earlier.detect(image))
 
 
 def test_a_card_reads_extra_fills(tmp_path) -> None:  # type: ignore[no-untyped-def]
