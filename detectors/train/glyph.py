@@ -434,6 +434,7 @@ def train(args: argparse.Namespace) -> None:
         "params": params,
         "steps": step,
         "crops_trained_on": stream.ready,
+        "training_scenes": training_scenes(args).changes(),
         "crop_failure": stream.failure,
         "threshold": threshold,
         "train_split": pass_rates(val_scores, val_labels, threshold),

@@ -526,6 +526,7 @@ def test_a_tiny_training_run_then_its_export(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "report.json").read_text())
     assert {"threshold", "train_split", "held_out", "macs", "params"} <= report.keys()
     assert report["steps"] == 1 and report["crop_failure"] is None
+    assert report["training_scenes"] == "cut_look_alikes=True"  # the mix, look-alikes cut
     assert 0.0 <= report["threshold"] <= 1.0
     assert report["macs"] == 41_879_552
     assert report["train_split"]["fu_crops"] > 0 and report["held_out"]["fu_crops"] > 0
