@@ -562,13 +562,21 @@ def test_cut_look_alikes_is_no_flag_of_glyph_training() -> None:
         glyph.make_parser().parse_args(["--cut-look-alikes"])  # always on
 
 
-def test_crops_of_scenes_on_painted_architecture_are_other_crops(
-    crops_by_seed: dict[int, Crops],
+def test_scene_crops_are_cut_from_scenes_of_their_options(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    asked: list[object] = []
+
+    def render(*args: object) -> PosterScene:
+        asked.append(args[-1])
+        return render_posters(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(glyph, "render_posters", render)
     painted = dataclasses.replace(SCENES, ornament_share=1.0)
-    for seed in (1, 3):
-        crops, _ = scene_crops(seed, options=painted)
-        assert len(crops) and not np.array_equal(crops, crops_by_seed[seed][0][: len(crops)])
+    crops, labels = scene_crops(1, options=painted)
+    assert asked == [painted] and len(crops) == len(labels) > 0
+    scene_crops(1)
+    assert asked[-1] == SCENES
 
 
 # --- the crop stream ---------------------------------------------------------------------------
@@ -582,7 +590,7 @@ def _chunks_then(failure: Exception | None, n_chunks: int = 2) -> Iterator[Crops
         raise failure
 
 
-def test_the_crop_stream_trains_on_what_its_workers_made_and_keeps_the_first_failure() -> None:
+def test_the_crop_stream_trains_on_what_its_workers_made_and_keeps_what_failed() -> None:
     stream = CropStream(_chunks_then(ValueError("a box beyond the frame")), 64, 1, CPU)
     with pytest.raises(
         RuntimeError,
