@@ -573,17 +573,15 @@ def _ornament(rng: Rng, width: int, height: int) -> FloatImage:
     scale = min(width, height) / 480
     colours = ORNAMENT_PALETTE[rng.choice(len(ORNAMENT_PALETTE), 4, replace=False)]
     colours = np.clip(colours * rng.uniform(0.75, 1.2, (4, 1)), 0, 255)
-
-    def colour(i: int) -> tuple[float, ...]:
-        return tuple(float(c) for c in colours[i % 4])
-
+    paints = [tuple(float(v) for v in c) for c in colours]  # as OpenCV's drawing takes them
     canvas = np.empty((height, width, 3), np.float32)
     canvas[:] = colours[0]
     y = 0
     while y < height:
         band = max(4, round(rng.uniform(0.04, 0.3) * height))
         ink, ground = (int(i) for i in rng.choice(4, 2, replace=False))
-        cv2.rectangle(canvas, (0, y), (width, y + band), colour(ground), -1)
+        pen = paints[ink]
+        cv2.rectangle(canvas, (0, y), (width, y + band), paints[ground], -1)
         kind = rng.integers(6)
         thick = max(1, round(rng.uniform(1, 6) * scale))
         if kind == 1:  # a row of motifs
@@ -592,29 +590,29 @@ def _ornament(rng: Rng, width: int, height: int) -> FloatImage:
             for x in range(int(rng.integers(step)), width + step, step):
                 cx, cy, r = x, y + band // 2, max(2, round(band * rng.uniform(0.25, 0.45)))
                 if motif == 0:
-                    cv2.rectangle(canvas, (cx - r, cy - r), (cx + r, cy + r), colour(ink), thick)
+                    cv2.rectangle(canvas, (cx - r, cy - r), (cx + r, cy + r), pen, thick)
                 elif motif == 1:
-                    cv2.circle(canvas, (cx, cy), r, colour(ink), thick, cv2.LINE_AA)
+                    cv2.circle(canvas, (cx, cy), r, pen, thick, cv2.LINE_AA)
                 elif motif == 2:
                     diamond = np.array([(cx, cy - r), (cx + r, cy), (cx, cy + r), (cx - r, cy)])
-                    cv2.polylines(canvas, [diamond.astype(np.int32)], True, colour(ink), thick)
+                    cv2.polylines(canvas, [diamond.astype(np.int32)], True, pen, thick)
                 else:
-                    cv2.line(canvas, (cx - r, cy + r), (cx + r, cy - r), colour(ink), thick)
+                    cv2.line(canvas, (cx - r, cy + r), (cx + r, cy - r), pen, thick)
         elif kind == 2:  # a lattice window
             step = max(4, round(rng.uniform(6, 24) * scale))
             for x in range(int(rng.integers(step)), width, step):
-                cv2.line(canvas, (x, y), (x, y + band), colour(ink), thick)
+                cv2.line(canvas, (x, y), (x, y + band), pen, thick)
             for yy in range(y + int(rng.integers(step)), y + band, step):
-                cv2.line(canvas, (0, yy), (width, yy), colour(ink), thick)
+                cv2.line(canvas, (0, yy), (width, yy), pen, thick)
         elif kind == 3:  # slats
             step = max(3, round(rng.uniform(3, 12) * scale))
             for x in range(int(rng.integers(step)), width, step):
-                cv2.line(canvas, (x, y), (x, y + band), colour(ink), max(1, step // 3))
+                cv2.line(canvas, (x, y), (x, y + band), pen, max(1, step // 3))
         elif kind == 4:  # roof tiles: rows of arcs
             r = max(2, round(rng.uniform(3, 12) * scale))
             for row, yy in enumerate(range(y, y + band, r)):
                 for x in range(-(row % 2) * r, width + r, 2 * r):
-                    cv2.ellipse(canvas, (x, yy), (r, r), 0, 0, 180, colour(ink), thick)
+                    cv2.ellipse(canvas, (x, yy), (r, r), 0, 0, 180, pen, thick)
         elif kind == 5:  # a painted mosaic of small cells
             cell = max(2, round(rng.uniform(4, 16) * scale))
             cells = rng.integers(4, size=(band // cell + 1, width // cell + 1))
@@ -623,7 +621,7 @@ def _ornament(rng: Rng, width: int, height: int) -> FloatImage:
         y += band
     for _ in range(int(rng.integers(0, 4))):  # pillars
         x, half = int(rng.integers(width)), max(2, round(rng.uniform(0.02, 0.08) * width))
-        cv2.rectangle(canvas, (x - half, 0), (x + half, height), colour(int(rng.integers(4))), -1)
+        cv2.rectangle(canvas, (x - half, 0), (x + half, height), paints[int(rng.integers(4))], -1)
     return canvas
 
 
