@@ -15,6 +15,7 @@ from clients.cli_types import non_negative_int, positive_int, positive_number
 from clients.loadtest import add_arguments as loadtest_arguments
 from clients.replay import add_arguments as replay_arguments
 from clients.ws_client import add_arguments as client_arguments
+from detectors.card import MODELS_DIR
 from detectors.objects.cli import add_arguments as targets_arguments
 from detectors.synth.scenes import add_scene_arguments, scene_options
 from stream.admission import ServerConfig
@@ -152,6 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     eval_hw.add_argument("--seed", type=int, default=0)
     eval_hw.add_argument("--tier", default=None, help="force this tier on every profile")
     eval_hw.add_argument(
+        "--models-dir",
+        type=Path,
+        default=MODELS_DIR,
+        help="the cards and models the sessions load (default: the shipped ones)",
+    )
+    eval_hw.add_argument(
         "--realtime", action="store_true", help="also check the real-time pace against the profile"
     )
     eval_hw.add_argument(
@@ -245,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
             args.tier,
             args.voting,
             scene_options(args),
+            args.models_dir,
         )
     parser.error(f"unknown command {args.command}")
     return 2

@@ -18,12 +18,14 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from clients.replay import TimedFrames, feed
+from detectors.card import MODELS_DIR, ModelCardError
 from detectors.core import ImageBGR, iou
 from hw_sim import PROFILES, DeviceProfile, EmulatedDevice, ModelSpec, choose_model
 from stream.pipelines import Pipelines, SessionOptions
@@ -502,9 +504,11 @@ def eval_hw_main(
     tier: str | None = None,
     voting: Sequence[str] = (),
     scene: SceneOptions | None = None,
+    models_dir: Path = MODELS_DIR,
 ) -> int:
     """``voting``: ``field=value`` overrides of the ``balanced`` preset, e.g. ``confirm=false``;
-    ``scene``: the clips' posters (``None``: the generator's own mix)."""
+    ``scene``: the clips' posters (``None``: the generator's own mix); ``models_dir``: the
+    cards the sessions load (default: the shipped ones), to compare others side by side."""
     unknown = [p for p in profiles if p not in PROFILES]
     if unknown:
         print(f"eval-hw: unknown profile(s) {unknown}; known: {sorted(PROFILES)}")
@@ -516,7 +520,11 @@ def eval_hw_main(
         return 2
     # Each session would warn once that this host is slower than a phone; the table counts it.
     logging.getLogger("stream.session").setLevel(logging.ERROR)
-    pipelines = Pipelines.from_models()
+    try:
+        pipelines = Pipelines.from_models(models_dir=models_dir)
+    except (RuntimeError, ModelCardError) as exc:
+        print(f"eval-hw: {exc}")
+        return 2
     try:
         made = synth_clips(clips, frames, fps, seed, scene)
         changes = "" if scene is None else scene.changes()
@@ -526,6 +534,7 @@ def eval_hw_main(
             + (f"; scenes {changes}" if changes else "")
             + (f"; tier {tier} forced" if tier else "")
             + (f"; voting {', '.join(voting)}" if voting else "")
+            + ("" if models_dir == MODELS_DIR else f"; models {models_dir}")
             + "\n"
         )
         rows, _ = asyncio.run(evaluate(pipelines, profiles, made, seed, tier, overrides))

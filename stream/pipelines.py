@@ -6,9 +6,10 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from detectors.card import list_cards
+from detectors.card import MODELS_DIR, list_cards
 from detectors.core import Detector
 from detectors.objects import CombinedDetector, TargetRegistry
 from detectors.objects.features import FRAME_SIDE
@@ -97,15 +98,19 @@ class Pipelines:
 
     @classmethod
     def from_models(
-        cls, precision: str = "int8", targets: TargetRegistry | None = None
+        cls,
+        precision: str = "int8",
+        targets: TargetRegistry | None = None,
+        models_dir: Path = MODELS_DIR,
     ) -> Pipelines:
-        """Load every shipped model (done once, at start-up); ``precision`` serves the host.
+        """Load every model in ``models_dir`` (done once, at start-up; default: the shipped
+        ones); ``precision`` serves the host.
 
         Emulated profiles get the build their profile asks for (int8 or fp32).
         """
-        cards = list_cards()
+        cards = list_cards(models_dir)
         if not any(card.precision == precision for card in cards):
-            raise RuntimeError(f"no {precision} models found in detectors/models")
+            raise RuntimeError(f"no {precision} models found in {models_dir}")
         for card in cards:  # a card's vote fields fail here, at start-up, not in a session
             try:
                 make_voter("balanced", card.threshold, card.classes, card.vote)

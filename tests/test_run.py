@@ -5,6 +5,7 @@ import pytest
 import clients.hw_bench
 import run
 import stream.server
+from detectors.card import MODELS_DIR
 from detectors.synth.scenes import SceneOptions
 from hw_sim import PROFILES
 
@@ -84,12 +85,15 @@ def test_a_bad_profile_file_is_one_line_and_exit_2(
     assert err.startswith(f"run.py: {message}") and err.count("\n") == 1
 
 
-def test_eval_hw_passes_the_scene_flags_to_its_clips(monkeypatch):
+def test_eval_hw_passes_the_scene_flags_and_the_models_dir(monkeypatch, tmp_path):
     seen = []
-    monkeypatch.setattr(clients.hw_bench, "eval_hw_main", lambda *args: seen.append(args[-1]))
+    monkeypatch.setattr(clients.hw_bench, "eval_hw_main", lambda *args: seen.append(args[-2:]))
     run.main(["eval-hw", "--profile", "low", "--glyph-fill", "0.6:0.9", "--aimed"])
-    run.main(["eval-hw", "--profile", "low"])
-    assert seen == [SceneOptions(glyph_fill=(0.6, 0.9), aimed=True), SceneOptions()]
+    run.main(["eval-hw", "--profile", "low", "--models-dir", str(tmp_path)])
+    assert seen == [
+        (SceneOptions(glyph_fill=(0.6, 0.9), aimed=True), MODELS_DIR),
+        (SceneOptions(), tmp_path),
+    ]
 
 
 def test_eval_hw_help_names_its_options_metavars(capsys):

@@ -164,3 +164,18 @@ def test_a_profile_slower_than_the_sustained_window_still_gets_a_row(monkeypatch
     monkeypatch.setattr(clients.hw_bench, "PROFILES", {"snail": snail})
     (row,) = profile_rows(SPECS)
     assert row.sustained_ms >= row.cold_ms > 100_000
+
+
+@pytest.mark.parametrize(
+    ("card", "message"),
+    [
+        (None, "no int8 models found in"),
+        ("{not json", "bad model card"),
+    ],
+)
+def test_eval_hw_refuses_a_models_dir_it_cannot_load(tmp_path, capsys, card, message):
+    if card is not None:
+        (tmp_path / "fu_l.int8.json").write_text(card, encoding="utf-8")
+    assert clients.hw_bench.eval_hw_main(["mid"], 1, 10, 30.0, 0, False, models_dir=tmp_path) == 2
+    out = capsys.readouterr().out
+    assert out.startswith(f"eval-hw: {message}") and out.count("\n") == 1
