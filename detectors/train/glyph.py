@@ -20,11 +20,14 @@ training crops are cut from; the judging crops keep the generator's mix.
 GPU:  python -m detectors.train.glyph --device cuda --scenes 150000 --minutes 5 --workers 15
 CPU:  python -m detectors.train.glyph --device cpu --scenes 2000 --minutes 2 --workers 2
 Then: python -m detectors.train.glyph --export --out build/glyph
+From a shipped file:
+      python -m detectors.train.glyph --recover detectors/models/fu_glyph.fp32.onnx --out build/g0
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import itertools
 import json
 import math
@@ -41,11 +44,13 @@ import numpy as np
 import numpy.typing as npt
 import torch
 import torch.nn.functional as F
+from onnx import numpy_helper
 from torch import nn
 
 from detectors.core import Box, iou
 from detectors.glyph_check import GLYPH_SIDE, GlyphCheck, GlyphSpec, crop_tensor, glyph_crop
 from detectors.quantize import QuantSettings, TensorReader, quantize_model
+from detectors.shared_weights import read_model
 from detectors.synth.scenes import (
     SceneOptions,
     Split,
@@ -54,6 +59,7 @@ from detectors.synth.scenes import (
     scene_options,
 )
 from detectors.train.model import count_macs_params
+from detectors.train.recover import calibrate_norms, set_folded
 
 FRAME = (640, 480)
 """Scenes are rendered at the size of the frames the detector is evaluated on."""
@@ -69,6 +75,8 @@ RANDOM_BOXES = 1
 MIN_BOX_SIDE = 8
 VAL_SEED = 90_000_000
 HELD_OUT_SEED = 91_000_000
+RECOVER_SEED = 92_000_000
+"""Scenes whose crops give a recovered net its batch-norm statistics (``--recover``)."""
 PASS_TARGET = 0.99
 """The threshold passes this share of 福 crops (training split, not trained on)."""
 GLYPH_MODEL = "fu_glyph.int8.onnx"
@@ -236,6 +244,70 @@ def load_net(path: str | Path, device: torch.device, channels: int | None = None
     net = GlyphNet(channels=channels).to(device)
     net.load_state_dict(state)
     return net
+
+
+@torch.no_grad()
+def from_file(path: Path, calibration: npt.NDArray[np.uint8]) -> GlyphNet:
+    """The :class:`GlyphNet` that computes ``path`` (an exported ``fu_glyph.fp32.onnx``,
+    batch norm folded into each convolution) in eval mode, its batch norm given the statistics
+    of ``calibration`` crops (:func:`detectors.train.recover.calibrate_norms`), so that training
+    can go on from a shipped file whose checkpoint is gone.
+
+    Raises:
+        ValueError: ``path`` is not a glyph net's graph (convolutions, then one dense layer).
+    """
+    graph = read_model(path).graph
+    tensors = {t.name: numpy_helper.to_array(t).copy() for t in graph.initializer}
+    convs = [node for node in graph.node if node.op_type == "Conv"]
+    dense = [node for node in graph.node if node.op_type == "Gemm"]
+    if not convs or len(dense) != 1:
+        raise ValueError(
+            f"{path} is not a glyph net: {len(convs)} convolutions, {len(dense)} dense"
+        )
+    weights = [tensors[node.input[1]] for node in convs]
+    channels = int(weights[0].shape[1])
+    widths = tuple(int(w.shape[0]) for w in weights[:1] + weights[1::2])
+    net = GlyphNet(widths, channels)
+    blocks = list(net.features)
+    shapes = [tuple(block[0].weight.shape) for block in blocks]
+    if shapes != [w.shape for w in weights]:
+        raise ValueError(f"{path} is not a glyph net: convolutions {[w.shape for w in weights]}")
+    for block, node, weight in zip(blocks, convs, weights, strict=True):
+        block[0].weight.copy_(torch.from_numpy(weight))
+        set_folded(block[1], np.ones(len(weight), np.float32), tensors[node.input[2]])
+    net.head.weight.copy_(torch.from_numpy(tensors[dense[0].input[1]]))
+    net.head.bias.copy_(torch.from_numpy(tensors[dense[0].input[2]]))
+    norms = {str(i): block[1] for i, block in enumerate(blocks)}
+    batches = (
+        torch.from_numpy(crop_tensor(calibration[i : i + 512]))
+        for i in range(0, len(calibration), 512)
+    )
+    calibrate_norms(net, norms, batches)
+    return net
+
+
+def recover(path: Path, out: Path, scenes: int, workers: int) -> None:
+    """Write ``out/glyph.pt`` from the exported ``path`` (:func:`from_file`, its statistics from
+    ``scenes`` training-split scenes of their own seeds) and print how far it is from the file
+    on crops of held-out scenes, in eval mode and in training mode."""
+    channels = int(read_model(path).graph.input[0].type.tensor_type.shape.dim[1].dim_value)
+    seeds = range(RECOVER_SEED, RECOVER_SEED + scenes)
+    net = from_file(path, stacked(crops_parallel(seeds, "train", workers, channels))[0])
+    held = range(HELD_OUT_SEED, HELD_OUT_SEED + min(scenes, 500))
+    crops = stacked(crops_parallel(held, "eval", workers, channels))[0]
+    expected = GlyphCheck(path, GlyphSpec(path.name, 0.5)).scores(crops)
+    differences = {}
+    # A training-mode pass moves batch norm's running statistics: a copy takes it.
+    for mode, model in (("eval", net.eval()), ("training", copy.deepcopy(net).train())):
+        with torch.no_grad():
+            got = torch.sigmoid(model(torch.from_numpy(crop_tensor(crops)))).numpy()
+        differences[mode] = float(np.abs(got - expected).max())
+    print(f"largest difference from {path} on {len(crops)} held-out crops: {differences}")
+    if differences["eval"] > 1e-4:
+        raise SystemExit(f"the rebuilt net does not compute {path}")
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(net.state_dict(), out / "glyph.pt")
+    print(f"saved {out / 'glyph.pt'}")
 
 
 class Probability(nn.Module):
@@ -508,6 +580,12 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--export", action="store_true", help="export --out's glyph.pt to ONNX and compare"
     )
+    parser.add_argument(
+        "--recover",
+        metavar="FP32_ONNX",
+        help="rebuild --out's glyph.pt from an exported fp32 file (its batch-norm statistics "
+        "from --val-scenes scenes), to train on from a shipped recognizer",
+    )
     return parser
 
 
@@ -515,6 +593,8 @@ def main(argv: list[str] | None = None) -> None:
     args = make_parser().parse_args(argv)
     if args.export:
         export_and_compare(Path(args.out), args.val_scenes, args.workers, args.pass_target)
+    elif args.recover:
+        recover(Path(args.recover), Path(args.out), args.val_scenes, args.workers)
     else:
         train(args)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +53,16 @@ def _file_weights(layer: str, tensors: dict[str, np.ndarray]) -> tuple[np.ndarra
     """The folded weight and bias of ``layer`` in one exported file."""
     prefix = f"layers.{layer}." if f"layers.{layer}.weight" in tensors else f"layers.{layer}.0."
     return tensors[prefix + "weight"], tensors[prefix + "bias"]
+
+
+@torch.no_grad()
+def set_folded(bn: nn.BatchNorm2d, ratio: np.ndarray, bias: np.ndarray) -> None:
+    """Make ``bn`` compute ``ratio * y + bias`` per channel in eval mode, with unit statistics
+    (:func:`calibrate_norms` then gives it real ones)."""
+    bn.running_mean.zero_()
+    bn.running_var.fill_(1 - bn.eps)  # sqrt(var + eps) = 1
+    bn.weight.copy_(torch.from_numpy(ratio))
+    bn.bias.copy_(torch.from_numpy(bias.copy()))
 
 
 def from_files(files: dict[str, dict[str, np.ndarray]]) -> tuple[FuNet, float]:
@@ -86,11 +97,7 @@ def from_files(files: dict[str, dict[str, np.ndarray]]) -> tuple[FuNet, float]:
                 misfit = np.abs(flat - ratio[:, None] * flat_shared).max()
                 worst = max(worst, float(misfit / max(np.abs(flat).max(), 1e-12)))
                 if not layer.is_output:
-                    bn = layer.bn[tier]
-                    bn.running_mean.zero_()
-                    bn.running_var.fill_(1 - bn.eps)  # sqrt(var + eps) = 1: BN is ratio * y + bias
-                    bn.weight.copy_(torch.from_numpy((ratio / norm[:out]).astype(np.float32)))
-                    bn.bias.copy_(torch.from_numpy(bias.copy()))
+                    set_folded(layer.bn[tier], (ratio / norm[:out]).astype(np.float32), bias)
     return supernet, worst
 
 
@@ -107,10 +114,36 @@ def _keep_moments(into: list[torch.Tensor], _: nn.Module, inputs: tuple[torch.Te
 
 
 @torch.no_grad()
+def calibrate_norms(
+    model: nn.Module, norms: dict[str, nn.BatchNorm2d], batches: Iterable[torch.Tensor]
+) -> None:
+    """Give ``norms`` (each set as ``weight * y + bias`` with unit statistics: the folded
+    file's ratio and bias) the statistics of their inputs as ``model`` runs ``batches`` in eval
+    mode, keeping what it computes there. Training-mode batch norm then starts where the file
+    is: on such batches, batch statistics give what eval mode gives."""
+    model.eval()
+    sums: dict[str, list[torch.Tensor]] = {name: [] for name in norms}
+    handles = [
+        bn.register_forward_pre_hook(functools.partial(_keep_moments, sums[name]))
+        for name, bn in norms.items()
+    ]
+    for batch in batches:
+        model(batch)
+    for handle in handles:
+        handle.remove()
+    for name, bn in norms.items():
+        mean, square = torch.stack(sums[name]).mean(0)
+        var = (square - mean**2).clamp(min=0)
+        ratio, bias = bn.weight.double().clone(), bn.bias.double().clone()
+        bn.running_mean.copy_(mean)
+        bn.running_var.copy_(var)
+        bn.weight.copy_(ratio * torch.sqrt(var + bn.eps))
+        bn.bias.copy_(bias + ratio * mean)
+
+
 def calibrate(supernet: FuNet, scenes: int) -> None:
     """Give each tier's batch norm the statistics of its inputs on ``scenes`` training scenes,
     keeping what every tier computes in eval mode."""
-    supernet.eval()
     for tier in TIERS:
         supernet.set_tier(tier)
         norms = {
@@ -118,23 +151,11 @@ def calibrate(supernet: FuNet, scenes: int) -> None:
             for name, layer in supernet.layers.items()
             if isinstance(layer, SlimConv) and not layer.is_output
         }
-        sums: dict[str, list[torch.Tensor]] = {name: [] for name in norms}
-        handles = [
-            bn.register_forward_pre_hook(functools.partial(_keep_moments, sums[name]))
-            for name, bn in norms.items()
-        ]
-        for start in range(0, scenes, 64):
-            supernet(_scenes(CALIBRATION_SEED + start, min(64, scenes - start), tier))
-        for handle in handles:
-            handle.remove()
-        for name, bn in norms.items():
-            mean, square = torch.stack(sums[name]).mean(0)
-            var = (square - mean**2).clamp(min=0)
-            ratio, bias = bn.weight.double().clone(), bn.bias.double().clone()
-            bn.running_mean.copy_(mean)
-            bn.running_var.copy_(var)
-            bn.weight.copy_(ratio * torch.sqrt(var + bn.eps))
-            bn.bias.copy_(bias + ratio * mean)
+        batches = (
+            _scenes(CALIBRATION_SEED + start, min(64, scenes - start), tier)
+            for start in range(0, scenes, 64)
+        )
+        calibrate_norms(supernet, norms, batches)
 
 
 def check(supernet: FuNet, paths: dict[str, Path], scenes: int) -> dict[str, float]:

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 from torch import nn  # noqa: E402
 
-from detectors.card import GlyphSpec  # noqa: E402
+from detectors.card import MODELS_DIR, GlyphSpec  # noqa: E402
 from detectors.core import Box  # noqa: E402
 from detectors.glyph_check import GLYPH_SIDE, GlyphCheck, glyph_crop  # noqa: E402
 from detectors.synth.scenes import PosterScene, render_posters  # noqa: E402
@@ -32,6 +32,7 @@ from detectors.train.glyph import (  # noqa: E402
     augment,
     colour_from_grey,
     export,
+    from_file,
     load_net,
     main,
     pass_rates,
@@ -494,6 +495,55 @@ def test_export_writes_fp32_and_int8_files_the_glyph_check_reads(
         assert scores[name].shape == (len(crops),)
         assert float(scores[name].min()) >= 0.0 and float(scores[name].max()) <= 1.0
     np.testing.assert_allclose(scores["fu_glyph.fp32.onnx"], expected, rtol=0, atol=1e-4)
+
+
+# --- recovery from an exported file ----------------------------------------------------------
+
+
+def _colour_settled(settled_net: GlyphNet) -> GlyphNet:
+    """``settled_net`` made to read colour, its chroma planes given weight."""
+    torch.manual_seed(1)
+    state = colour_from_grey(settled_net.state_dict())
+    state[glyph.FIRST_CONV][:, 1:] = torch.randn_like(state[glyph.FIRST_CONV][:, 1:]) * 0.3
+    net = GlyphNet(channels=3)
+    net.load_state_dict(state)
+    return net.eval()
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_a_net_rebuilt_from_its_exported_file_computes_it_in_eval_and_training_mode(
+    tmp_path: Path, settled_net: GlyphNet, channels: int
+) -> None:
+    crops, _ = stacked(scene_crops(s, channels=channels) for s in range(4))
+    net = settled_net if channels == 1 else _colour_settled(settled_net)
+    export(net, tmp_path, crops)
+    expected = GlyphCheck(tmp_path / "fu_glyph.fp32.onnx", GlyphSpec("g", 0.5)).scores(crops)
+    assert float(expected.std()) > 0.01  # scores that differ: a comparison that can fail
+    rebuilt = from_file(tmp_path / "fu_glyph.fp32.onnx", crops)
+    assert rebuilt.channels == channels
+    for training in (False, True):  # on the calibration crops, batch statistics are its own
+        rebuilt.train(training)
+        with torch.no_grad():
+            got = torch.sigmoid(rebuilt(_as_input(crops))).numpy()
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-4)
+
+
+def test_a_file_that_is_no_glyph_net_is_not_rebuilt(some_crops: np.ndarray) -> None:
+    with pytest.raises(ValueError, match="is not a glyph net"):
+        from_file(MODELS_DIR / "fu_l.fp32.onnx", some_crops)  # a detector: no dense layer
+
+
+def test_recover_writes_a_checkpoint_that_training_resumes_from(
+    tmp_path: Path, settled_net: GlyphNet, some_crops: np.ndarray
+) -> None:
+    export(settled_net, tmp_path, some_crops)
+    main(["--recover", str(tmp_path / "fu_glyph.fp32.onnx"), "--val-scenes", "6",
+          "--workers", "1", "--out", str(tmp_path / "g0")])  # fmt: skip
+    net = load_net(tmp_path / "g0" / "glyph.pt", CPU).eval()
+    expected = GlyphCheck(tmp_path / "fu_glyph.fp32.onnx", GlyphSpec("g", 0.5)).scores(some_crops)
+    with torch.no_grad():
+        got = torch.sigmoid(net(_as_input(some_crops))).numpy()
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-4)
 
 
 # --- end to end ------------------------------------------------------------------------------
