@@ -25,10 +25,12 @@ HELD_OUT_FONTS = ("cwtex-kai", "lxgw-wenkai", "noto-serif-tc-bold", "wqy-zenhei"
 
 @dataclass(frozen=True, slots=True)
 class GlyphSet:
-    """Glyph masks of one split: ``target`` are 福, ``negatives`` every other character."""
+    """Glyph masks of one split: ``target`` are 福, ``negatives`` every other character, and
+    ``negative_chars`` which character each of those is."""
 
     target: npt.NDArray[np.uint8]
     negatives: npt.NDArray[np.uint8]
+    negative_chars: npt.NDArray[np.str_]
 
 
 @lru_cache(maxsize=2)
@@ -45,4 +47,5 @@ def load_glyphs(split: str) -> GlyphSet:
     held_out = np.isin(fonts, HELD_OUT_FONTS)
     in_split = held_out if split == "eval" else ~held_out
     is_target = chars == TARGET
-    return GlyphSet(masks[in_split & is_target], masks[in_split & ~is_target])
+    others = in_split & ~is_target
+    return GlyphSet(masks[in_split & is_target], masks[others], chars[others])

@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from detectors.core import ImageBGR
 from detectors.synth.backgrounds import load_photos
-from detectors.synth.bank import load_glyphs
+from detectors.synth.bank import FESTIVE, HARD_NEGATIVES, load_glyphs
 
 Content = Literal["fu", "negative", "empty", "mixed"]
 Split = Literal["train", "eval"]
@@ -136,8 +136,27 @@ class SceneOptions:
     way (``EMPTY_SHARE`` stay empty). A clip's content is chosen by its caller, so clips refuse
     any other share."""
 
+    favoured_look_alikes: str = ""
+    """Look-alike characters drawn more often: a look-alike poster is one of them with
+    probability ``favoured_share`` (and any, these too, otherwise)."""
+    favoured_share: float = 0.0
+
     def __post_init__(self) -> None:
-        for name in ("bare_ink_share", "upside_down_share", "low_contrast_share", "ornament_share"):
+        unknown = set(self.favoured_look_alikes) - set(HARD_NEGATIVES + FESTIVE)
+        if unknown:
+            raise ValueError(
+                f"favoured_look_alikes must be among {HARD_NEGATIVES + FESTIVE}, not "
+                f"{''.join(sorted(unknown))}"
+            )
+        if self.favoured_share > 0 and not self.favoured_look_alikes:
+            raise ValueError("favoured_share needs favoured_look_alikes to draw from")
+        for name in (
+            "bare_ink_share",
+            "upside_down_share",
+            "low_contrast_share",
+            "ornament_share",
+            "favoured_share",
+        ):
             share = getattr(self, name)
             if share is not None and not 0.0 <= share <= 1.0:
                 raise ValueError(f"{name} must be within 0..1, got {share}")
@@ -232,6 +251,20 @@ def add_scene_arguments(parser: argparse.ArgumentParser, clips: bool = False) ->
         "lattices and pillars in strong colours (default %(default)s)",
     )
     parser.add_argument(
+        "--favoured-look-alikes",
+        default="",
+        metavar="CHARS",
+        help=f"look-alikes to draw more often, among {HARD_NEGATIVES + FESTIVE} (with "
+        "--favoured-share)",
+    )
+    parser.add_argument(
+        "--favoured-share",
+        type=share_argument,
+        default=0.0,
+        help="share of look-alike posters drawn from --favoured-look-alikes only (default "
+        "%(default)s; the rest are drawn from all, those too)",
+    )
+    parser.add_argument(
         "--aimed",
         action="store_true",
         help="the first poster (a 福 where there is one) in the middle of the scene, where a "
@@ -250,6 +283,8 @@ def scene_options(args: argparse.Namespace) -> SceneOptions:
         args.aimed,
         args.ornament_share,
         getattr(args, "negative_share", NEGATIVE_SHARE),
+        args.favoured_look_alikes,
+        args.favoured_share,
     )
 
 
@@ -738,6 +773,9 @@ def _place_posters(
     log_low, log_high = (np.log(share) for share in options.glyph_fill)
     for is_target in kinds:
         pool = glyphs.target if is_target else glyphs.negatives
+        # Drawn only when asked for, as below: the generator's own mix stays as it was.
+        if not is_target and options.favoured_share and rng.random() < options.favoured_share:
+            pool = pool[np.isin(glyphs.negative_chars, list(options.favoured_look_alikes))]
         mask = pool[rng.integers(len(pool))]
         glyph_side = max(12, round(scale * np.exp(rng.uniform(log_low, log_high))))
         poster = _make_poster(rng, mask, glyph_side, options)

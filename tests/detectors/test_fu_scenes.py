@@ -180,11 +180,68 @@ def test_with_cut_look_alikes_a_fu_cut_far_by_the_edge_is_ignored_not_labelled()
 
 @pytest.mark.parametrize("share", [-0.1, 1.5])
 @pytest.mark.parametrize(
-    "name", ["bare_ink_share", "upside_down_share", "low_contrast_share", "ornament_share"]
+    "name",
+    [
+        "bare_ink_share",
+        "upside_down_share",
+        "low_contrast_share",
+        "ornament_share",
+        "favoured_share",
+    ],
 )
 def test_scene_options_refuse_a_share_outside_0_1(name: str, share: float) -> None:
     with pytest.raises(ValueError, match=name):
-        SceneOptions(**{name: share})  # type: ignore[arg-type]
+        SceneOptions(**{name: share, "favoured_look_alikes": "逼"})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("chars", "share", "refusal"),
+    [
+        ("福", 0.5, "must be among"),  # the target is no look-alike
+        ("逼x", 0.5, "not x"),
+        ("", 0.3, "needs favoured_look_alikes"),
+    ],
+)
+def test_scene_options_refuse_favoured_look_alikes_that_are_none(
+    chars: str, share: float, refusal: str
+) -> None:
+    with pytest.raises(ValueError, match=refusal):
+        SceneOptions(favoured_look_alikes=chars, favoured_share=share)
+
+
+def _look_alikes_drawn(options: SceneOptions, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The character of every look-alike poster made for 40 "negative" stills of ``options``."""
+    negatives = load_glyphs("train")
+    drawn: list[str] = []
+    make_poster = scenes._make_poster
+
+    def spy(rng: np.random.Generator, mask: np.ndarray, *rest: object) -> Poster:
+        index = [i for i, m in enumerate(negatives.negatives) if np.array_equal(m, mask)]
+        drawn.extend(str(negatives.negative_chars[i]) for i in index[:1])
+        return make_poster(rng, mask, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scenes, "_make_poster", spy)
+    for seed in range(40):
+        render_posters(seed, 64, 48, "train", "negative", options)
+    return drawn
+
+
+@pytest.mark.parametrize(("share", "low", "high"), [(0.0, 0.0, 0.2), (0.5, 0.4, 0.7), (1.0, 1, 1)])
+def test_the_favoured_share_of_look_alikes_are_the_favoured_characters(
+    share: float, low: float, high: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options = SceneOptions(favoured_look_alikes="逼", favoured_share=share)
+    drawn = _look_alikes_drawn(options, monkeypatch)
+    assert len(drawn) > 40  # at least one look-alike a "negative" still
+    assert low <= drawn.count("逼") / len(drawn) <= high
+
+
+def test_favoured_look_alikes_at_no_share_leave_the_scene_as_the_mix_makes_it() -> None:
+    options = SceneOptions(favoured_look_alikes="逼")
+    for seed in range(5):
+        mixed = render_posters(seed, 64, 48, "train", "mixed")
+        favoured = render_posters(seed, 64, 48, "train", "mixed", options)
+        assert all(np.array_equal(a, b) for a, b in zip(mixed, favoured, strict=True))
 
 
 def test_by_default_scenes_hold_the_generators_own_mix() -> None:
@@ -377,6 +434,10 @@ def test_a_clip_follows_its_scene_options_and_refuses_the_stills_own() -> None:
         (["--glyph-fill", "0.6:0.9", "--aimed"], SceneOptions(glyph_fill=(0.6, 0.9), aimed=True)),
         (["--bare-ink-share", "1"], SceneOptions(bare_ink_share=1.0)),
         (["--ornament-share", "0.4"], SceneOptions(ornament_share=0.4)),
+        (
+            ["--favoured-look-alikes", "逼富", "--favoured-share", "0.3"],
+            SceneOptions(favoured_look_alikes="逼富", favoured_share=0.3),
+        ),
     ],
 )
 def test_scene_flags_parse_to_options(argv: list[str], options: SceneOptions) -> None:

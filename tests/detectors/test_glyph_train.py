@@ -598,6 +598,10 @@ def test_a_tiny_training_run_then_its_export(tmp_path: Path) -> None:
         ([], {}),
         (["--ornament-share", "0.25"], {"ornament_share": 0.25}),
         (["--bare-ink-share", "0.5", "--aimed"], {"bare_ink_share": 0.5, "aimed": True}),
+        (
+            ["--favoured-look-alikes", "逼", "--favoured-share", "0.3"],
+            {"favoured_look_alikes": "逼", "favoured_share": 0.3},
+        ),
     ],
 )
 def test_the_scene_flags_change_the_training_scenes_whose_look_alikes_stay_cut(
