@@ -523,7 +523,7 @@ def export(net: GlyphNet, out: Path, calibration: npt.NDArray[np.uint8]) -> None
     fp32 = out / "fu_glyph.fp32.onnx"
     dummy = torch.zeros(1, net.channels, GLYPH_SIDE, GLYPH_SIDE)
     torch.onnx.export(
-        Probability(net),
+        Probability(net).eval(),  # export restores the wrapper's mode: a new one trains
         (dummy,),
         str(fp32),
         input_names=["crops"],

@@ -487,6 +487,7 @@ def test_export_writes_fp32_and_int8_files_the_glyph_check_reads(
     with torch.no_grad():
         expected = torch.sigmoid(settled_net(_as_input(crops))).numpy()
     export(settled_net, tmp_path, crops)
+    assert not settled_net.training  # left in eval mode, its statistics untouched by later use
     names = ("fu_glyph.fp32.onnx", "fu_glyph.int8.onnx")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)  # no leftovers
     scores = {}
