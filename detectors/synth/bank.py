@@ -18,7 +18,9 @@ GLYPH_SIZE = 96
 TARGET = "福"
 HARD_NEGATIVES = "富幅副逼辐蝠祸祝禄神"
 FESTIVE = "春喜寿财"
-CHARACTERS = TARGET + HARD_NEGATIVES + FESTIVE
+LOOK_ALIKES = HARD_NEGATIVES + FESTIVE
+"""Every character of the bank but 福."""
+CHARACTERS = TARGET + LOOK_ALIKES
 HELD_OUT_FONTS = ("cwtex-kai", "lxgw-wenkai", "noto-serif-tc-bold", "wqy-zenhei")
 """Fonts whose glyphs only the evaluation split sees."""
 

@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from detectors.core import ImageBGR
 from detectors.synth.backgrounds import load_photos
-from detectors.synth.bank import FESTIVE, HARD_NEGATIVES, load_glyphs
+from detectors.synth.bank import LOOK_ALIKES, load_glyphs
 
 Content = Literal["fu", "negative", "empty", "mixed"]
 Split = Literal["train", "eval"]
@@ -142,11 +142,10 @@ class SceneOptions:
     favoured_share: float = 0.0
 
     def __post_init__(self) -> None:
-        unknown = set(self.favoured_look_alikes) - set(HARD_NEGATIVES + FESTIVE)
+        unknown = set(self.favoured_look_alikes) - set(LOOK_ALIKES)
         if unknown:
             raise ValueError(
-                f"favoured_look_alikes must be among {HARD_NEGATIVES + FESTIVE}, not "
-                f"{''.join(sorted(unknown))}"
+                f"favoured_look_alikes must be among {LOOK_ALIKES}, not {''.join(sorted(unknown))}"
             )
         if self.favoured_share > 0 and not self.favoured_look_alikes:
             raise ValueError("favoured_share needs favoured_look_alikes to draw from")
@@ -254,8 +253,7 @@ def add_scene_arguments(parser: argparse.ArgumentParser, clips: bool = False) ->
         "--favoured-look-alikes",
         default="",
         metavar="CHARS",
-        help=f"look-alikes to draw more often, among {HARD_NEGATIVES + FESTIVE} (with "
-        "--favoured-share)",
+        help=f"look-alikes to draw more often, among {LOOK_ALIKES} (with --favoured-share)",
     )
     parser.add_argument(
         "--favoured-share",

@@ -290,12 +290,12 @@ def recover(path: Path, out: Path, scenes: int, workers: int) -> None:
     """Write ``out/glyph.pt`` from the exported ``path`` (:func:`from_file`, its statistics from
     ``scenes`` training-split scenes of their own seeds) and print how far it is from the file
     on crops of held-out scenes, in eval mode and in training mode."""
-    channels = int(read_model(path).graph.input[0].type.tensor_type.shape.dim[1].dim_value)
+    shipped = GlyphCheck(path, GlyphSpec(path.name, 0.5))
     seeds = range(RECOVER_SEED, RECOVER_SEED + scenes)
-    net = from_file(path, stacked(crops_parallel(seeds, "train", workers, channels))[0])
+    net = from_file(path, stacked(crops_parallel(seeds, "train", workers, shipped.channels))[0])
     held = range(HELD_OUT_SEED, HELD_OUT_SEED + min(scenes, 500))
-    crops = stacked(crops_parallel(held, "eval", workers, channels))[0]
-    expected = GlyphCheck(path, GlyphSpec(path.name, 0.5)).scores(crops)
+    crops = stacked(crops_parallel(held, "eval", workers, shipped.channels))[0]
+    expected = shipped.scores(crops)
     differences = {}
     # A training-mode pass moves batch norm's running statistics: a copy takes it.
     for mode, model in (("eval", net.eval()), ("training", copy.deepcopy(net).train())):
