@@ -38,10 +38,9 @@ def test_card_matches_its_file(card) -> None:  # type: ignore[no-untyped-def]
     if "weights_from" in raw:
         assert model_files(card.model_path) == [card.model_path, MODELS_DIR / raw["weights_from"]]
         check_donors(card.model_path)
-    if "glyph" in raw:
-        glyph = raw["glyph"]
-        assert glyph["file_size"] == (MODELS_DIR / glyph["model"]).stat().st_size
-        assert (MODELS_DIR / glyph["fp32_model"]).exists()
+    if card.glyph_path is not None:
+        assert raw["glyph"]["file_size"] == card.glyph_path.stat().st_size
+        assert (card.glyph_path.parent / raw["glyph"]["fp32_model"]).exists()
 
 
 def test_a_tier_as_wide_as_l_stores_only_what_differs() -> None:
