@@ -22,6 +22,12 @@ weights they share with it move. With ``--teacher-off-target`` as well, only
 away from the labelled 福: a retrain that is to find 福 the teacher misses
 (bare ink, say: ``--bare-ink-share``) is held near it on everything else.
 
+With ``--hard-share``, that share of every batch is drawn again from the
+scenes seen so far, in proportion to how hard the widest tier found each one
+the last time (its focal loss per labelled 福, ``HardScenes``): what the
+detector scores near 0 is shown until it is found, instead of as often as
+any easy scene.
+
 The learning rate warms up over ``--warmup`` steps, then follows a cosine to
 zero over ``--minutes`` (or ``--max-steps``, whichever ends first). A run
 longer than one sitting allows is cut into parts: ``--stop-at 0.5`` ends
@@ -103,13 +109,56 @@ def _fu_count(targets: torch.Tensor) -> torch.Tensor:
     return targets[:, 0].ge(PEAK_HEAT).sum().clamp(min=1)
 
 
-def focal_loss(logits: torch.Tensor, heat: torch.Tensor) -> torch.Tensor:
-    """CenterNet's penalty-reduced focal loss, normalised by the number of peaks."""
+def focal_terms(logits: torch.Tensor, heat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """CenterNet's penalty-reduced focal loss of each image, summed over its cells, and the
+    number of peaks of each image."""
     pos = heat.ge(PEAK_HEAT).float()
     p = torch.sigmoid(logits)
     pos_loss = -F.logsigmoid(logits) * (1 - p) ** 2 * pos
     neg_loss = -F.logsigmoid(-logits) * p**2 * (1 - heat) ** 4 * (1 - pos)
-    return (pos_loss.sum() + neg_loss.sum()) / pos.sum().clamp(min=1)
+    return (pos_loss + neg_loss).flatten(1).sum(1), pos.flatten(1).sum(1)
+
+
+def focal_loss(logits: torch.Tensor, heat: torch.Tensor) -> torch.Tensor:
+    """CenterNet's penalty-reduced focal loss, normalised by the number of peaks."""
+    per_image, peaks = focal_terms(logits, heat)
+    return per_image.sum() / peaks.sum().clamp(min=1)
+
+
+def scene_hardness(logits: torch.Tensor, heat: torch.Tensor) -> torch.Tensor:
+    """How hard each scene is for a tier: its focal loss per labelled 福 (per scene without one)."""
+    per_image, peaks = focal_terms(logits.detach().float(), heat)
+    return per_image / peaks.clamp(min=1)
+
+
+class HardScenes:
+    """Which scenes to show again: each scene's hardness the last time the widest tier saw it.
+
+    ``--hard-share`` of every batch is drawn in proportion to hardness (the rest
+    uniformly), so a 福 the detector scores near 0 comes back until it is found,
+    and a look-alike it fires on until it is not. A scene drawn for its hardness
+    keeps half of what it scores then: one that stays hard (a 福 no one could
+    see, say) loses its claim geometrically instead of filling the batches.
+    """
+
+    def __init__(self, count: int, device: torch.device) -> None:
+        self.hardness = torch.zeros(count, device=device)
+
+    def draw(self, ready: int, size: int, share: float) -> tuple[torch.Tensor, int]:
+        """``size`` indices among the first ``ready`` scenes, the hard ones first, and how many
+        of them were drawn for their hardness (none before any scene was scored)."""
+        weights = self.hardness[:ready]
+        hard = round(size * share) if share > 0 and bool(weights.sum() > 0) else 0
+        uniform = torch.randint(0, ready, (size - hard,), device=weights.device)
+        if not hard:
+            return uniform, 0
+        return torch.cat([torch.multinomial(weights, hard, replacement=True), uniform]), hard
+
+    def remember(self, idx: torch.Tensor, hardness: torch.Tensor, hard: int) -> None:
+        """Record the hardness the scenes ``idx`` scored; the first ``hard`` were replays."""
+        kept = hardness.clone()
+        kept[:hard] *= 0.5
+        self.hardness[idx] = kept
 
 
 def giou_loss(pred: torch.Tensor, target: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -311,8 +360,7 @@ class SceneStream:
         while self.ready < count and self._thread.is_alive():
             time.sleep(0.5)
 
-    def batch(self, size: int) -> tuple[torch.Tensor, dict[float, torch.Tensor]]:
-        idx = torch.randint(0, self.ready, (size,), device=self.images.device)
+    def batch(self, idx: torch.Tensor) -> tuple[torch.Tensor, dict[float, torch.Tensor]]:
         return self.images[idx], {scale: t[idx] for scale, t in self.targets.items()}
 
 
@@ -368,6 +416,7 @@ def train(args: argparse.Namespace) -> None:
         },
     )
     stream = SceneStream(args, device)
+    replay = HardScenes(args.images, device)
     stream.wait_for(min(args.images, args.min_ready))
     print(f"{stream.ready} scenes ready after {time.time() - start:.0f}s", flush=True)
 
@@ -390,7 +439,8 @@ def train(args: argparse.Namespace) -> None:
         lr = schedule.lr_at(steps, seconds)
         for group in optim.param_groups:
             group["lr"] = lr
-        images, y = stream.batch(args.batch)
+        idx, hard = replay.draw(stream.ready, args.batch, args.hard_share)
+        images, y = stream.batch(idx)
         x = augment(images).contiguous(memory_format=torch.channels_last)
         moved = shifted_views(x, args.max_shift) if shifting else None
         optim.zero_grad(set_to_none=True)
@@ -413,6 +463,7 @@ def train(args: argparse.Namespace) -> None:
                             tier_loss = tier_loss + weight * term(heat, moved_heat, y[scale])
                 if tier == "l":
                     widest = (heat, box)
+                    replay.remember(idx, scene_hardness(heat[:, 0], y[scale][:, 0]), hard)
                 elif scale == 1.0:  # the widest tier's outputs are only comparable at its own scale
                     tier_loss = tier_loss + KD_WEIGHT * distill_loss(heat, box, widest, y[1.0])
                 if teacher_net is not None and tier in args.teacher_tiers:
@@ -559,6 +610,12 @@ def make_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-shift", type=float, default=2.0, help="largest shift of the second view, pixels"
+    )
+    parser.add_argument(
+        "--hard-share",
+        type=share_argument,
+        default=0.0,
+        help="share of each batch drawn again by how hard the widest tier found each scene",
     )
     return parser
 

@@ -14,12 +14,15 @@ torch = pytest.importorskip("torch")
 from detectors.train.model import FuNet  # noqa: E402
 from detectors.train.targets import target_channels  # noqa: E402
 from detectors.train.train import (  # noqa: E402
+    HardScenes,
     Schedule,
     command_line,
     distill_loss,
+    focal_loss,
     frozen_supernet,
     main,
     make_parser,
+    scene_hardness,
     shift_consistency_loss,
     shift_hold_down_loss,
     shifted_views,
@@ -187,7 +190,7 @@ def test_a_run_held_near_a_teacher_trains_and_saves(tmp_path: Path) -> None:
         "--teacher", str(tmp_path / "start.pt"), "--teacher-tiers", "l", "s",
         "--teacher-off-target",
         "--shift-weight", "1.0", "--hold-down-weight", "2.0", "--max-shift", "1.5",
-        "--bare-ink-share", "0.5", "--upside-down-share", "0.4",
+        "--bare-ink-share", "0.5", "--upside-down-share", "0.4", "--hard-share", "0.5",
         "--out", str(tmp_path / "out"),
     )  # fmt: skip
     saved = torch.load(tmp_path / "out" / "supernet.pt", map_location="cpu")
@@ -195,9 +198,10 @@ def test_a_run_held_near_a_teacher_trains_and_saves(tmp_path: Path) -> None:
     assert saved["args"]["teacher_tiers"] == ["l", "s"]
     assert (saved["args"]["shift_weight"], saved["args"]["hold_down_weight"]) == (1.0, 2.0)
     assert (saved["args"]["bare_ink_share"], saved["args"]["upside_down_share"]) == (0.5, 0.4)
+    assert saved["args"]["hard_share"] == 0.5
 
 
-@pytest.mark.parametrize("flag", ["--bare-ink-share", "--upside-down-share"])
+@pytest.mark.parametrize("flag", ["--bare-ink-share", "--upside-down-share", "--hard-share"])
 def test_a_share_outside_0_1_is_refused_before_any_work(
     flag: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -307,6 +311,7 @@ def test_contradicting_schedule_flags_are_refused_before_any_work(
         ["--resume", "a.pt", "--cut-look-alikes", "--glyph-fill", "0.2:0.6"],
         ["--teacher", "t.pt", "--teacher-tiers", "l", "--teacher-off-target", "--seed", "7"],
         ["--continue-from", "part.pt", "--device", "cuda", "--bare-ink-share", "0.3"],
+        ["--hard-share", "0.4"],
     ],
 )
 def test_the_recorded_command_runs_as_the_run_was_made(argv: list[str]) -> None:
@@ -318,3 +323,28 @@ def test_the_recorded_command_runs_as_the_run_was_made(argv: list[str]) -> None:
     assert "--out" not in command and "None" not in command and "False" not in command
     again = vars(make_parser().parse_args(shlex.split(command)[3:]))
     assert again == vars(make_parser().parse_args(argv))
+
+
+def test_a_missed_fu_is_harder_than_a_found_one_and_than_a_quiet_background() -> None:
+    heat = _one_fu_targets()[:, 0].repeat(3, 1, 1)
+    heat[2] = 0.0  # a scene without a 福
+    logits = torch.full_like(heat, -6.0)
+    logits[1] = torch.where(heat[1] >= 1.0, 6.0, -6.0)  # scene 1 finds its 福
+    missed, found, quiet = scene_hardness(logits, heat).tolist()
+    assert missed > 100 * max(found, quiet)
+    # the batch's loss is the same focal loss as always: the scenes' summed, over 2 peaks in all
+    assert torch.isclose(focal_loss(logits, heat), scene_hardness(logits, heat).sum() / 2)
+
+
+def test_hard_scenes_are_drawn_again_each_time_with_half_their_claim() -> None:
+    replay = HardScenes(6, torch.device("cpu"))
+    idx, hard = replay.draw(ready=4, size=8, share=0.5)
+    assert hard == 0 and len(idx) == 8 and int(idx.max()) < 4  # nothing scored yet: uniform
+    replay.remember(torch.tensor([0, 1, 2]), torch.tensor([0.0, 8.0, 0.0]), hard=0)
+    torch.manual_seed(0)
+    idx, hard = replay.draw(ready=4, size=8, share=0.5)
+    assert hard == 4 and idx[:4].tolist() == [1, 1, 1, 1]  # only scene 1 has a claim
+    replay.remember(idx[:1], torch.tensor([8.0]), hard=1)  # still as hard: half the claim
+    assert replay.hardness.tolist() == [0.0, 4.0, 0.0, 0.0, 0.0, 0.0]
+    idx, hard = replay.draw(ready=4, size=8, share=0.0)
+    assert hard == 0
