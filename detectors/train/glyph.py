@@ -20,6 +20,8 @@ training crops are cut from; the judging crops keep the generator's mix.
 GPU:  python -m detectors.train.glyph --device cuda --scenes 150000 --minutes 5 --workers 15
 CPU:  python -m detectors.train.glyph --device cpu --scenes 2000 --minutes 2 --workers 2
 Then: python -m detectors.train.glyph --export --out build/glyph
+Ship: python -m detectors.train.glyph --ship detectors/models --describe fields.json \
+          --out build/glyph
 From a shipped file:
       python -m detectors.train.glyph --recover detectors/models/fu_glyph.fp32.onnx --out build/g0
 """
@@ -32,12 +34,14 @@ import itertools
 import json
 import math
 import multiprocessing
+import shutil
 import threading
 import time
 import traceback
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -47,6 +51,7 @@ import torch.nn.functional as F
 from onnx import numpy_helper
 from torch import nn
 
+from detectors.card import read_card_fields, write_card
 from detectors.core import Box, iou
 from detectors.glyph_check import GLYPH_SIDE, GlyphCheck, GlyphSpec, crop_tensor, glyph_crop
 from detectors.quantize import QuantSettings, TensorReader, quantize_model
@@ -80,6 +85,7 @@ RECOVER_SEED = 92_000_000
 PASS_TARGET = 0.99
 """The threshold passes this share of 福 crops (training split, not trained on)."""
 GLYPH_MODEL = "fu_glyph.int8.onnx"
+GLYPH_FP32 = "fu_glyph.fp32.onnx"
 
 
 def _jittered(rng: np.random.Generator, box: Box, width: int, height: int) -> Box | None:
@@ -520,7 +526,7 @@ def export(net: GlyphNet, out: Path, calibration: npt.NDArray[np.uint8]) -> None
     """``net`` as ``fu_glyph.fp32.onnx`` and INT8 ``fu_glyph.int8.onnx`` in ``out``
     (calibrated on ``calibration``'s first 256 crops)."""
     net.eval()
-    fp32 = out / "fu_glyph.fp32.onnx"
+    fp32 = out / GLYPH_FP32
     dummy = torch.zeros(1, net.channels, GLYPH_SIDE, GLYPH_SIDE)
     torch.onnx.export(
         Probability(net).eval(),  # export restores the wrapper's mode: a new one trains
@@ -547,12 +553,53 @@ def export_and_compare(out: Path, val_scenes: int, workers: int, pass_target: fl
     threshold = pick_threshold(int8.scores(val[0]), val[1], pass_target)
     macs, params = count_macs_params(net, GLYPH_SIDE, GLYPH_SIDE, channels=channels)
     report: dict[str, object] = {"threshold": threshold, "macs": macs, "params": params}
-    for name in ("fu_glyph.fp32.onnx", GLYPH_MODEL):
+    for name in (GLYPH_FP32, GLYPH_MODEL):
         check = GlyphCheck(out / name, GlyphSpec(name, threshold))
         for split, (crops, labels) in (("train_split", val), ("held_out", held_out)):
             report[f"{name} {split}"] = pass_rates(check.scores(crops), labels, threshold)
     print(json.dumps(report, indent=2))
     (out / "export.json").write_text(json.dumps(report, indent=2) + "\n")
+
+
+def ship(out: Path, models_dir: Path, described: dict[str, Any]) -> list[Path]:
+    """Put ``out``'s exported recognizer into ``models_dir``: its two files, and in every card
+    there with a glyph check, what is measured of them (file names, size, multiply-adds and
+    parameters) and ``described`` (its training, metrics, rule: what only the person shipping
+    it can write). The threshold and the views stay the cards' own. Returns the cards written.
+
+    Raises:
+        SystemExit: ``out`` was not exported, or no card in ``models_dir`` has a glyph check.
+    """
+    missing = [n for n in (GLYPH_FP32, GLYPH_MODEL, "export.json") if not (out / n).is_file()]
+    if missing:
+        raise SystemExit(f"{out} has no {', '.join(missing)}: run --export on it first")
+    cards = [p for p in sorted(models_dir.glob("*.json")) if read_card_fields(p).get("glyph")]
+    if not cards:
+        raise SystemExit(f"no card in {models_dir} has a glyph check to ship into")
+    exported = json.loads((out / "export.json").read_text())
+    for name in (GLYPH_FP32, GLYPH_MODEL):
+        shutil.copyfile(out / name, models_dir / name)
+    measured = {
+        "model": GLYPH_MODEL,
+        "fp32_model": GLYPH_FP32,
+        "macs": exported["macs"],
+        "params": exported["params"],
+        "file_size": (models_dir / GLYPH_MODEL).stat().st_size,
+    }
+    for card in cards:
+        fields = read_card_fields(card)
+        fields["glyph"] = fields["glyph"] | described | measured
+        write_card(card, fields)
+    return cards
+
+
+def _described(path: str | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    fields = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(fields, dict):
+        raise SystemExit(f"{path}: want a JSON object of glyph fields, got {type(fields).__name__}")
+    return fields
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -581,6 +628,16 @@ def make_parser() -> argparse.ArgumentParser:
         "--export", action="store_true", help="export --out's glyph.pt to ONNX and compare"
     )
     parser.add_argument(
+        "--ship",
+        metavar="MODELS_DIR",
+        help="copy --out's exported files into MODELS_DIR and describe them in its cards",
+    )
+    parser.add_argument(
+        "--describe",
+        metavar="JSON",
+        help="with --ship: fields for the cards' glyph check (training, metrics, rule, ...)",
+    )
+    parser.add_argument(
         "--recover",
         metavar="FP32_ONNX",
         help="rebuild --out's glyph.pt from an exported fp32 file (its batch-norm statistics "
@@ -593,6 +650,9 @@ def main(argv: list[str] | None = None) -> None:
     args = make_parser().parse_args(argv)
     if args.export:
         export_and_compare(Path(args.out), args.val_scenes, args.workers, args.pass_target)
+    elif args.ship:
+        for card in ship(Path(args.out), Path(args.ship), _described(args.describe)):
+            print(f"wrote {card}")
     elif args.recover:
         recover(Path(args.recover), Path(args.out), args.val_scenes, args.workers)
     else:
