@@ -596,7 +596,10 @@ def ship(out: Path, models_dir: Path, described: dict[str, Any]) -> list[Path]:
 def _described(path: str | None) -> dict[str, Any]:
     if path is None:
         return {}
-    fields = json.loads(Path(path).read_text(encoding="utf-8"))
+    try:
+        fields = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"--describe {path}: {error}") from None
     if not isinstance(fields, dict):
         raise SystemExit(f"{path}: want a JSON object of glyph fields, got {type(fields).__name__}")
     return fields

@@ -704,3 +704,17 @@ def test_a_crop_stream_that_made_every_chunk_has_no_failure_and_drops_what_has_n
     with pytest.raises(RuntimeError, match=r"^10 training crops, fewer than a batch of 11$"):
         stream.batch(11)
     assert stream.failure is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [(None, "No such file"), ("{not json", "Expecting property name"), ("[1]", "got list")],
+)
+def test_fields_to_describe_a_shipped_recognizer_must_be_a_json_object(
+    tmp_path: Path, text: str | None, message: str
+) -> None:
+    fields = tmp_path / "fields.json"
+    if text is not None:
+        fields.write_text(text)
+    with pytest.raises(SystemExit, match=message):
+        main(["--ship", str(tmp_path), "--describe", str(fields), "--out", str(tmp_path)])
