@@ -573,7 +573,11 @@ def ship(out: Path, models_dir: Path, described: dict[str, Any]) -> list[Path]:
     missing = [n for n in (GLYPH_FP32, GLYPH_MODEL, "export.json") if not (out / n).is_file()]
     if missing:
         raise SystemExit(f"{out} has no {', '.join(missing)}: run --export on it first")
-    cards = [p for p in sorted(models_dir.glob("*.json")) if read_card_fields(p).get("glyph")]
+    cards = {
+        path: fields
+        for path in sorted(models_dir.glob("*.json"))
+        if (fields := read_card_fields(path)).get("glyph")
+    }
     if not cards:
         raise SystemExit(f"no card in {models_dir} has a glyph check to ship into")
     exported = json.loads((out / "export.json").read_text())
@@ -586,11 +590,9 @@ def ship(out: Path, models_dir: Path, described: dict[str, Any]) -> list[Path]:
         "params": exported["params"],
         "file_size": (models_dir / GLYPH_MODEL).stat().st_size,
     }
-    for card in cards:
-        fields = read_card_fields(card)
-        fields["glyph"] = fields["glyph"] | described | measured
-        write_card(card, fields)
-    return cards
+    for card, fields in cards.items():
+        write_card(card, fields | {"glyph": fields["glyph"] | described | measured})
+    return list(cards)
 
 
 def _described(path: str | None) -> dict[str, Any]:

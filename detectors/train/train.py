@@ -463,7 +463,8 @@ def train(args: argparse.Namespace) -> None:
                             tier_loss = tier_loss + weight * term(heat, moved_heat, y[scale])
                 if tier == "l":
                     widest = (heat, box)
-                    replay.remember(idx, scene_hardness(heat[:, 0], y[scale][:, 0]), hard)
+                    if args.hard_share > 0:  # hardness is only worth scoring if it is drawn on
+                        replay.remember(idx, scene_hardness(heat[:, 0], y[scale][:, 0]), hard)
                 elif scale == 1.0:  # the widest tier's outputs are only comparable at its own scale
                     tier_loss = tier_loss + KD_WEIGHT * distill_loss(heat, box, widest, y[1.0])
                 if teacher_net is not None and tier in args.teacher_tiers:
