@@ -767,6 +767,40 @@ def _pct(value: float, digits: int) -> str:
     return "-" if math.isnan(value) else f"{100 * value:.{digits}f}%"
 
 
+def misses_report(tallies: dict[tuple[str, float], Tally], min_view: float) -> str:
+    """What ``--list-misses`` prints of the first voter and rate: the visits whole in frame it
+    never recognized, recall per band of ink contrast and of height, its wrong recognitions
+    and its repeats."""
+    (name, fps), first = next(iter(tallies.items()))
+    lines = [
+        f"\n{len(first.missed_whole)} of {first.whole_visits} visits whole in frame for "
+        f"{min_view:g} s that {name} at {fps:g} fps never recognized:",
+        *(f"  {miss.describe()}" for miss in first.missed_whole),
+    ]
+    for what, measure, edges in (
+        ("ink contrast (CIE76 delta E)", attrgetter("contrast"), CONTRAST_BANDS),
+        ("height (px)", attrgetter("height"), HEIGHT_BANDS),
+    ):
+        bands = first.whole_by(measure, edges)
+        if any(visits for _, _, visits, _ in bands):
+            lines.append(f"\nvisits whole in frame per band of {what}:")
+            lines += [
+                f"  {low:>4g}-{high:<4g} {hit:>5} of {visits:>5} recognized"
+                for low, high, visits, hit in bands
+            ]
+    for header, listed in (
+        (
+            f"{len(first.wrong)} of {first.recognized} recognitions by {name} at {fps:g} fps "
+            "matched no 福:",
+            first.wrong,
+        ),
+        (f"{first.repeated} recognized again in a visit already recognized:", first.repeats),
+    ):
+        lines.append(f"\n{header}")
+        lines += [f"  {record.describe()}" for record in listed]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="run.py eval-voting", description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -813,7 +847,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "frame rate never recognized (clip kind-seed, object, seconds, median score, height, "
         "ink contrast), its recall of them per band of ink contrast and height, its wrong "
         "recognitions (clip kind-seed, seconds, box, the scores of its track up to then) and "
-        "its repeats (a 福 recognized again in one visit) the same way",
+        "its repeats (a 福 recognized again in one visit) the same way; with --compare, "
+        "after each model's table",
     )
     parser.add_argument(
         "--visible-contrast",
@@ -923,36 +958,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(format_table(tallies))
     if args.list_misses:
-        (name, fps), first = next(iter(tallies.items()))
-        print(
-            f"\n{len(first.missed_whole)} of {first.whole_visits} visits whole in frame for "
-            f"{args.min_view:g} s that {name} at {fps:g} fps never recognized:"
-        )
-        print("\n".join(f"  {miss.describe()}" for miss in first.missed_whole))
-        for what, measure, edges in (
-            ("ink contrast (CIE76 delta E)", attrgetter("contrast"), CONTRAST_BANDS),
-            ("height (px)", attrgetter("height"), HEIGHT_BANDS),
-        ):
-            bands = first.whole_by(measure, edges)
-            if any(visits for _, _, visits, _ in bands):
-                print(f"\nvisits whole in frame per band of {what}:")
-                for low, high, visits, hit in bands:
-                    print(f"  {low:>4g}-{high:<4g} {hit:>5} of {visits:>5} recognized")
-        for header, listed in (
-            (
-                f"{len(first.wrong)} of {first.recognized} recognitions by {name} at {fps:g} fps "
-                "matched no 福:",
-                first.wrong,
-            ),
-            (f"{first.repeated} recognized again in a visit already recognized:", first.repeats),
-        ):
-            print(f"\n{header}")
-            for record in listed:
-                print(f"  {record.describe()}")
+        print(misses_report(tallies, args.min_view))
     if other is not None:
         tallies_other = tallies_through(synth_source(other, args.seconds, cache, options), other)
         print(f"\nthe same clips through {args.compare} (threshold {other.threshold:g}):")
         print(format_table(tallies_other))
+        if args.list_misses:
+            print(misses_report(tallies_other, args.min_view))
         pairs = {key: pair(tallies[key], tallies_other[key]) for key in tallies}
         print("\n" + format_pairs(pairs, (str(args.models_dir), str(args.compare))))
     return 0

@@ -254,13 +254,16 @@ def test_main_compares_two_models_on_the_same_clips(tmp_path, capsys):
     argv = (
         "--source synth --tier s --clips 2 --negative-hours 0.0001 --seconds 0.2 --fps 15 "
         f"--voters balanced --jobs 2 --models-dir {tmp_path / 'a'} --compare {tmp_path / 'b'} "
-        f"--cache {tmp_path / 'cache'} --min-view 0.1"
+        f"--cache {tmp_path / 'cache'} --min-view 0.1 --list-misses"
     )
     assert evaluate.main(argv.split()) == 0
     out = capsys.readouterr().out
-    assert f"the same clips through {tmp_path / 'b'} (threshold 0.9):" in out
-    assert f"{tmp_path / 'b'} against {tmp_path / 'a'}, the same clips:" in out
+    first, compared = out.split(f"the same clips through {tmp_path / 'b'} (threshold 0.9):")
+    assert f"{tmp_path / 'b'} against {tmp_path / 'a'}, the same clips:" in compared
     assert out.count("\nbalanced ") == 3  # each model's table and the comparison
+    for listing in (first, compared):  # each model's own misses, wrong and repeats
+        assert "whole in frame for 0.1 s that balanced at 15 fps never recognized:" in listing
+        assert "recognitions by balanced at 15 fps matched no 福:" in listing
     assert [len(list(f.glob("*.npz"))) for f in (tmp_path / "cache").iterdir()] == [4, 4]
 
 
