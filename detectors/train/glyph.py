@@ -34,7 +34,6 @@ import itertools
 import json
 import math
 import multiprocessing
-import shutil
 import threading
 import time
 import traceback
@@ -51,7 +50,7 @@ import torch.nn.functional as F
 from onnx import numpy_helper
 from torch import nn
 
-from detectors.card import read_card_fields, write_card
+from detectors.card import copy_glyph_check, read_card_fields, write_card
 from detectors.core import Box, iou
 from detectors.glyph_check import GLYPH_SIDE, GlyphCheck, GlyphSpec, crop_tensor, glyph_crop
 from detectors.quantize import QuantSettings, TensorReader, quantize_model
@@ -581,15 +580,14 @@ def ship(out: Path, models_dir: Path, described: dict[str, Any]) -> list[Path]:
     if not cards:
         raise SystemExit(f"no card in {models_dir} has a glyph check to ship into")
     exported = json.loads((out / "export.json").read_text())
-    for name in (GLYPH_FP32, GLYPH_MODEL):
-        shutil.copyfile(out / name, models_dir / name)
     measured = {
         "model": GLYPH_MODEL,
         "fp32_model": GLYPH_FP32,
         "macs": exported["macs"],
         "params": exported["params"],
-        "file_size": (models_dir / GLYPH_MODEL).stat().st_size,
+        "file_size": (out / GLYPH_MODEL).stat().st_size,
     }
+    copy_glyph_check({"glyph": measured}, out, models_dir)
     for card, fields in cards.items():
         write_card(card, fields | {"glyph": fields["glyph"] | described | measured})
     return list(cards)
