@@ -95,6 +95,13 @@ class GlyphSpec:
     contexts: tuple[float, ...] = (CONTEXT,)
     turned: bool = False
     macs: int = 0
+    rescue_from: float | None = None
+    """The rescue: a candidate whose close-up scores at least this, but under the card's
+    threshold, is kept at the threshold's score if every view reads it as 福 at
+    ``rescue_min`` or more (the detector unsure, the recognizer sure: thin bare ink on a busy
+    photo, mostly). Only a two-pass card (``zoom``) has candidates under its threshold.
+    ``None``: no rescue; the check is asked only near a decision."""
+    rescue_min: float = 0.9
 
     @property
     def views(self) -> int:
@@ -112,9 +119,15 @@ class GlyphSpec:
             contexts=tuple(float(v) for v in contexts),
             turned=bool(raw.get("turned", False)),
             macs=int(raw.get("macs", 0)),
+            rescue_from=None if raw.get("rescue_from") is None else float(raw["rescue_from"]),
+            rescue_min=float(raw.get("rescue_min", 0.9)),
         )
         if not (0 < spec.min_score <= 1 and spec.side >= 16 and min(spec.contexts) >= 1):
             raise ValueError(f"glyph: want 0 < min_score <= 1, side >= 16, contexts >= 1: {raw}")
+        if not (spec.rescue_from is None or 0 < spec.rescue_from < 1) or not (
+            0 < spec.rescue_min <= 1
+        ):
+            raise ValueError(f"glyph: want 0 < rescue_from < 1 and 0 < rescue_min <= 1: {raw}")
         return spec
 
 
@@ -162,7 +175,7 @@ def read_card(path: Path) -> ModelCard:
         raw = read_card_fields(path)
         spec = raw["input"]
         outputs = raw["outputs"]
-        return ModelCard(
+        card = ModelCard(
             path=path,
             tier=str(raw["tier"]),
             precision=str(raw["precision"]),
@@ -186,6 +199,11 @@ def read_card(path: Path) -> ModelCard:
             metrics=dict(raw.get("metrics", {})),
             glyph=None if raw.get("glyph") is None else GlyphSpec.from_fields(raw["glyph"]),
         )
+        if card.glyph is not None and card.glyph.rescue_from is not None and card.zoom is None:
+            raise ValueError(
+                "glyph: rescue_from needs a zoom spec (candidates under the threshold)"
+            )
+        return card
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ModelCardError(f"bad model card {path}: {exc}") from exc
 

@@ -15,7 +15,9 @@ detection (:class:`detectors.card.GlyphSpec`).
 
 One view costs about a seventh of one ``l`` detector run, and a voter asks
 for the check only when a track is about to be recognized
-(:class:`detectors.core.Confirmer`).
+(:class:`detectors.core.Confirmer`). A card may also have it rescue the
+candidates the detector scores under its threshold (``GlyphSpec.rescue_from``):
+there is one in every ten to twenty frames of held-out scenes.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ the screen, larger than any the network learned) is seen zoomed out instead.
 
 A card with a ``glyph`` field adds the glyph check (:mod:`detectors.glyph_check`)
 to what a voter may ask before it recognizes a track (:meth:`OnnxDetector.confirmer`).
+With the field's ``rescue_from`` the check also reads the candidates whose close-ups
+score under the threshold, and keeps those it is sure of (:meth:`OnnxDetector.rescued`).
 """
 
 from __future__ import annotations
@@ -365,15 +367,50 @@ class OnnxDetector:
             return Detections(tuple(candidates), frame=frame)
         looked = candidates[: zoom.max_candidates]
         regions = [self.close_up_regions(image, c, zoom) for c in looked]
-        confirmed = [
-            self.second_look(image, c, own) for c, own in zip(looked, regions, strict=True)
+        floor = (
+            self.threshold if self.rescue_from is None else min(self.rescue_from, self.threshold)
+        )
+        seen = [
+            self.second_look(image, c, own, floor) for c, own in zip(looked, regions, strict=True)
         ]
+        kept, checks = self.rescued(image, [d for d in seen if d is not None])
         looks = sum(len(own) for own in regions)
         return Detections(
-            tuple(suppress(d for d in confirmed if d is not None)),
-            1.0 + looks * self.close_up_work,
+            tuple(suppress(kept)),
+            1.0 + looks * self.close_up_work + checks * self.glyph_work,
             frame,
         )
+
+    @property
+    def rescue_from(self) -> float | None:
+        """The close-up score from which the glyph check may rescue a candidate; ``None``:
+        no rescue (:attr:`detectors.card.GlyphSpec.rescue_from`)."""
+        return None if self.glyph is None else self.glyph.spec.rescue_from
+
+    def rescued(self, image: ImageBGR, seen: list[Detection]) -> tuple[list[Detection], int]:
+        """``seen`` (second looks down to the rescue's floor) as reported, and how many glyph
+        checks that took.
+
+        A detection under the card's threshold from :attr:`rescue_from` up is raised to the
+        threshold if the glyph check reads it as 福 at ``rescue_min`` in every view: the
+        weakest evidence the vote takes as "福", never more. The threshold is the card's,
+        not the one this detector was made with, so that an evaluation keeping lower scores
+        (``eval-model``'s curve) sees the card's rescue. Those it refuses stay as they
+        scored, if this detector keeps that score at all.
+        """
+        glyph, rescue_from, threshold = self.glyph, self.rescue_from, self.card.threshold
+        if glyph is None or rescue_from is None:
+            return seen, 0
+        kept, checks = [], 0
+        for d in seen:
+            if rescue_from <= d.score < threshold:
+                checks += 1
+                if glyph.score(image, d.box) >= glyph.spec.rescue_min:
+                    kept.append(dataclasses.replace(d, score=threshold))
+                    continue
+            if d.score >= self.threshold:
+                kept.append(d)
+        return kept, checks
 
     def confirmer(self, image: ImageBGR) -> Confirmer | None:
         """The card's checks of ``image``'s detections; ``None`` when it has none.
@@ -485,10 +522,14 @@ class OnnxDetector:
         return close_ups if zoomed_out is None else [zoomed_out]
 
     def second_look(
-        self, image: ImageBGR, candidate: Detection, regions: Sequence[Region]
+        self,
+        image: ImageBGR,
+        candidate: Detection,
+        regions: Sequence[Region],
+        min_score: float | None = None,
     ) -> Detection | None:
         """``candidate`` scored again on its close-up ``regions`` (:meth:`close_up_regions`);
-        the best close-up's detection.
+        the best close-up's detection scoring ``min_score`` (default: the threshold) or more.
 
         ``None`` if no close-up confirms it. The close-up's box replaces the
         first one: it was seen with more pixels (or, zoomed out, at a scale the
@@ -496,11 +537,12 @@ class OnnxDetector:
         frame less than the card's ``min_zoom``, and no zoomed-out view applies)
         the first look stands.
         """
+        floor = self.threshold if min_score is None else min_score
         if not regions:
-            return candidate if candidate.score >= self.threshold else None
+            return candidate if candidate.score >= floor else None
         confirmed = []
         for region in regions:
-            matches = self._close_up_matches(image, region, candidate, self.threshold)
+            matches = self._close_up_matches(image, region, candidate, floor)
             if matches:  # best first
                 confirmed.append(matches[0])
         return max(confirmed, key=lambda d: d.score, default=None)

@@ -126,6 +126,9 @@ def test_a_recognizer_of_other_channels_is_refused(tmp_path: Path) -> None:
         ({"model": "g.onnx", "min_score": 0.5, "contexts": [0.9]}, "contexts"),
         ({"model": "g.onnx", "min_score": 0.5, "contexts": []}, "contexts"),
         ({"min_score": 0.5}, "model"),
+        ({"model": "g.onnx", "min_score": 0.5, "rescue_from": 0.0}, "rescue_from"),
+        ({"model": "g.onnx", "min_score": 0.5, "rescue_from": 1.0}, "rescue_from"),
+        ({"model": "g.onnx", "min_score": 0.5, "rescue_from": 0.3, "rescue_min": 0}, "rescue_min"),
     ],
 )
 def test_bad_glyph_fields_are_refused(tmp_path, fields, message) -> None:  # type: ignore[no-untyped-def]
@@ -147,6 +150,16 @@ def test_a_card_reads_its_glyph_check_with_defaults(tmp_path) -> None:  # type: 
     assert card.glyph_path == tmp_path / "g.onnx"
     plain = GlyphSpec.from_fields({"model": "g.onnx", "min_score": 0.5})
     assert plain.contexts == (CONTEXT,) and not plain.turned and plain.views == 1
+    assert plain.rescue_from is None and plain.rescue_min == 0.9
+
+
+def test_a_rescue_needs_a_two_pass_card(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    raw = json.loads(find_card("l", "int8").path.read_text(encoding="utf-8"))
+    path = tmp_path / "fu_l.int8.json"
+    glyph = {"model": "g.onnx", "min_score": 0.5, "rescue_from": 0.3}
+    path.write_text(json.dumps(raw | {"glyph": glyph, "zoom": None}), encoding="utf-8")
+    with pytest.raises(ModelCardError, match="rescue_from needs a zoom spec"):
+        read_card(path)
 
 
 @pytest.mark.parametrize(
@@ -169,15 +182,25 @@ def test_the_score_is_the_least_over_the_views(  # type: ignore[no-untyped-def]
     assert check.score(image, (100.0, 100.0, 200.0, 200.0)) == pytest.approx(expected, abs=0.02)
 
 
-def with_glyph(tmp_path: Path, constant: float, **fields: object) -> OnnxDetector:
+def with_glyph(
+    tmp_path: Path,
+    constant: float,
+    card_threshold: float | None = None,
+    threshold: float | None = None,
+    **fields: object,
+) -> OnnxDetector:
     """The shipped ``l`` INT8 detector, copied beside a stand-in glyph check scoring
-    ``constant``, at a tenth of a detector run a view."""
+    ``constant``, at a tenth of a detector run a view; its card's threshold
+    ``card_threshold`` (default: the shipped one), run at ``threshold`` (default: the card's)."""
     card = find_card("l", "int8")
     copy = tmp_path / card.path.name
     shutil.copy(card.model_path, copy.with_suffix(".onnx"))
     stand_in(tmp_path / "g.onnx", constant)
     spec = GlyphSpec("g.onnx", 0.5, macs=card.macs // 10, **fields)  # type: ignore[arg-type]
-    return OnnxDetector(dataclasses.replace(card, path=copy, glyph=spec))
+    card = dataclasses.replace(
+        card, path=copy, glyph=spec, threshold=card_threshold or card.threshold
+    )
+    return OnnxDetector(card, threshold=threshold)
 
 
 @pytest.fixture(scope="module")
@@ -243,3 +266,40 @@ def test_the_shipped_cards_of_both_profiles_tiers_carry_the_glyph_check() -> Non
         assert card.glyph is not None and card.glyph_path is not None
         assert card.glyph_path.is_file() and card.glyph.views == 3 and not card.glyph.turned
     assert find_card("s", "int8").glyph is None  # not measured with s (docs/detector.md)
+
+
+UNDER = 0.9999
+"""A card threshold over what the shipped detector scores ``fu_frame``'s 福 (0.9-0.99), so that
+it is a candidate under the threshold; the stand-in glyph check decides its rescue."""
+
+
+@pytest.mark.parametrize(
+    ("glyph", "card_threshold", "rescue_from", "threshold", "score", "checks"),
+    [
+        (0.95, UNDER, 0.3, None, UNDER, 1),  # read as 福: raised to the card's threshold
+        (0.95, UNDER, 0.99999, None, None, 0),  # its close-up scores under rescue_from
+        (0.95, UNDER, None, None, None, 0),  # no rescue on the card
+        (0.5, UNDER, 0.3, None, None, 1),  # the recognizer unsure (under rescue_min): dropped
+        (0.0, None, 0.3, None, "own", 0),  # over the card's threshold: reported unchecked
+        # eval-model's curve keeps low scores: the rescue is at the card's threshold...
+        (0.95, UNDER, 0.3, 0.05, UNDER, 1),
+        # ...and one it refuses keeps its own score there
+        (0.5, UNDER, 0.3, 0.05, "own", 1),
+    ],
+)
+def test_a_candidate_under_the_threshold_is_rescued_if_the_glyph_check_reads_it_as_fu(  # type: ignore[no-untyped-def]
+    tmp_path, fu_frame, glyph, card_threshold, rescue_from, threshold, score, checks
+) -> None:
+    plain = with_glyph(tmp_path, 0.0)
+    (own,) = plain.detect(fu_frame).items
+    assert 0.69 <= own.score < UNDER
+    detector = with_glyph(
+        tmp_path, glyph, card_threshold, threshold, contexts=(1.1, 1.3), rescue_from=rescue_from
+    )
+    found = detector.detect(fu_frame)
+    expected = {None: None, "own": own.score}.get(score, score)  # type: ignore[call-overload]
+    assert [d.score for d in found] == ([] if expected is None else [expected])
+    if expected is not None:
+        assert found.items[0].box == own.box  # the close-up's box, as without a rescue
+    # each check is charged its two views (a tenth of a run each) beside both looks
+    assert found.runs == pytest.approx(plain.detect(fu_frame).runs + checks * 0.2, rel=1e-3)
