@@ -301,6 +301,13 @@ class OnnxDetector:
             self.glyph = GlyphCheck(card.glyph_path, card.glyph, threads)
             glyph_macs = card.glyph.macs * card.glyph.views
             self.glyph_work = glyph_macs / card.macs if card.macs else 0.0
+        self.rescue_from = None if card.glyph is None else card.glyph.rescue_from
+        """The close-up score from which the glyph check may rescue a candidate; ``None``:
+        no rescue (:attr:`detectors.card.GlyphSpec.rescue_from`)."""
+        self.close_up_floor = (
+            self.threshold if self.rescue_from is None else min(self.rescue_from, self.threshold)
+        )
+        """The lowest close-up score a second look keeps: the threshold, or the rescue's."""
 
     @property
     def tier(self) -> str:
@@ -367,12 +374,7 @@ class OnnxDetector:
             return Detections(tuple(candidates), frame=frame)
         looked = candidates[: zoom.max_candidates]
         regions = [self.close_up_regions(image, c, zoom) for c in looked]
-        floor = (
-            self.threshold if self.rescue_from is None else min(self.rescue_from, self.threshold)
-        )
-        seen = [
-            self.second_look(image, c, own, floor) for c, own in zip(looked, regions, strict=True)
-        ]
+        seen = [self.second_look(image, c, own) for c, own in zip(looked, regions, strict=True)]
         kept, checks = self.rescued(image, [d for d in seen if d is not None])
         looks = sum(len(own) for own in regions)
         return Detections(
@@ -380,12 +382,6 @@ class OnnxDetector:
             1.0 + looks * self.close_up_work + checks * self.glyph_work,
             frame,
         )
-
-    @property
-    def rescue_from(self) -> float | None:
-        """The close-up score from which the glyph check may rescue a candidate; ``None``:
-        no rescue (:attr:`detectors.card.GlyphSpec.rescue_from`)."""
-        return None if self.glyph is None else self.glyph.spec.rescue_from
 
     def rescued(self, image: ImageBGR, seen: list[Detection]) -> tuple[list[Detection], int]:
         """``seen`` (second looks down to the rescue's floor) as reported, and how many glyph
@@ -522,14 +518,10 @@ class OnnxDetector:
         return close_ups if zoomed_out is None else [zoomed_out]
 
     def second_look(
-        self,
-        image: ImageBGR,
-        candidate: Detection,
-        regions: Sequence[Region],
-        min_score: float | None = None,
+        self, image: ImageBGR, candidate: Detection, regions: Sequence[Region]
     ) -> Detection | None:
         """``candidate`` scored again on its close-up ``regions`` (:meth:`close_up_regions`);
-        the best close-up's detection scoring ``min_score`` (default: the threshold) or more.
+        the best close-up's detection scoring :attr:`close_up_floor` or more.
 
         ``None`` if no close-up confirms it. The close-up's box replaces the
         first one: it was seen with more pixels (or, zoomed out, at a scale the
@@ -537,12 +529,11 @@ class OnnxDetector:
         frame less than the card's ``min_zoom``, and no zoomed-out view applies)
         the first look stands.
         """
-        floor = self.threshold if min_score is None else min_score
         if not regions:
-            return candidate if candidate.score >= floor else None
+            return candidate if candidate.score >= self.close_up_floor else None
         confirmed = []
         for region in regions:
-            matches = self._close_up_matches(image, region, candidate, floor)
+            matches = self._close_up_matches(image, region, candidate, self.close_up_floor)
             if matches:  # best first
                 confirmed.append(matches[0])
         return max(confirmed, key=lambda d: d.score, default=None)
