@@ -872,7 +872,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="DIR",
         help="also run the same clips through the cards in DIR (the same tier and precision) "
         "and compare the two visit by visit: recognitions made sooner or later, visits "
-        "gained or lost, wrong recognitions and repeats of each",
+        "gained or lost, wrong recognitions and repeats of each (with --jobs 2 or more, "
+        "each clip is rendered once for both)",
     )
     from detectors.synth.scenes import add_scene_arguments, scene_options
 
@@ -911,16 +912,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ModelCardError as exc:
             parser.error(f"--compare: {exc}")
 
-    def prefetch(specs: Sequence[ClipSpec], model: ModelCard | None = card) -> None:
-        if model is not None and cache is not None and args.jobs > 1:  # rendered, in parallel
-            render_missing(model, specs, args.seconds, cache, args.jobs, options)
+    def prefetch(specs: Sequence[ClipSpec], models: Sequence[ModelCard]) -> None:
+        if models and cache is not None and args.jobs > 1:  # rendered, in parallel
+            render_missing(models, specs, args.seconds, cache, args.jobs, options)
 
     overrides: dict[str, Any] = {}
     if args.score_model.startswith("fit-"):
         config = make_config()
         cal_seeds = range(CALIBRATION_SEED, CALIBRATION_SEED + args.calibration_clips)
         cal_specs = clip_specs(cal_seeds, args.calibration_clips * length / 3, length)
-        prefetch(cal_specs)
+        prefetch(cal_specs, [] if card is None else [card])
         cal_clips = make_clips(source, cal_specs)
         records = track_records(
             cal_clips,
@@ -942,7 +943,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     ) -> dict[tuple[str, float], Tally]:
         """The voters on ``specs``' clips from ``clips_of`` (rendered through ``model``, whose
         threshold the sessions' curve moves to with ``--score-model card``)."""
-        prefetch(specs, model)
         threshold = model.threshold if model is not None and args.score_model == "card" else None
         voters = parse_voters(
             args.voters, overrides, threshold, None if model is None else model.vote
@@ -950,6 +950,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         clips = make_clips(clips_of, specs)
         return evaluate(clips, voters, rates, args.min_view, args.clear, args.visible_contrast)
 
+    prefetch(specs, [model for model in (card, other) if model is not None])  # each clip once
     tallies = tallies_through(source, card)
     print(
         f"{args.clips} positive clips, {args.negative_hours:g} h of negative video, {described}; "

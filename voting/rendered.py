@@ -144,11 +144,9 @@ def detected_clip(
         with np.load(path) as saved:
             arrays = {key: saved[key] for key in saved.files}
     else:
-        arrays = _detect(detector(), seed, content, n_frames, options)
+        arrays = _detect(detector(), _render(seed, content, n_frames, options))
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            named: dict[str, Any] = dict(arrays)  # keyword names, none of them numpy's own
-            np.savez_compressed(path, **named)
+            _save(path, arrays)
     return _to_clip(arrays, seed, content, n_frames)
 
 
@@ -160,58 +158,84 @@ def clip_path(cache: Path, name: str, content: str, seed: int, n_frames: int) ->
 ClipSpec = tuple[str, int]
 """A clip's content kind and seed."""
 
-_worker_detector: list[Detector] = []  # each pool process loads its detector once
+_RenderWork = tuple[str, int, int, "SceneOptions | None", tuple[tuple[int, Path], ...]]
+"""A clip's kind, seed, frame count and poster options, and the cards (by index) lacking it,
+with the files their detections go to."""
+
+
+_worker_detectors: list[Detector] = []  # each pool process loads its detectors once
 
 
 def render_missing(
-    card: ModelCard,
+    cards: Sequence[ModelCard],
     specs: Sequence[ClipSpec],
     seconds: float,
     cache: Path,
     jobs: int,
     options: SceneOptions | None = None,
 ) -> int:
-    """Render and detect, in ``jobs`` processes, the clips of ``specs`` (posters changed by
-    ``options``) not cached yet.
+    """Render, in ``jobs`` processes, the clips of ``specs`` (posters changed by ``options``)
+    not cached yet for every one of ``cards``, and detect each through the cards that lack it.
 
-    Returns how many were made. Rendering is the slow part of a rendered-clip
-    evaluation (about a second a clip a core), so this is what spreads it over cores.
+    Returns how many clips were rendered. Rendering is the slow part of a rendered-clip
+    evaluation (about a second a clip a core), so this is what spreads it over cores, and a
+    clip two cards lack (``eval-voting --compare``) is rendered once for both.
     """
     from tqdm import tqdm
 
-    name = synth_cache_name(card, options)
+    names = [synth_cache_name(card, options) for card in cards]
     n_frames = round(seconds * BASE_FPS)
-    missing = [(k, s) for k, s in specs if not clip_path(cache, name, k, s, n_frames).exists()]
-    if not missing:
+    work: list[_RenderWork] = []
+    for kind, seed in specs:
+        paths = [clip_path(cache, name, kind, seed, n_frames) for name in names]
+        lacking = tuple((i, path) for i, path in enumerate(paths) if not path.exists())
+        if lacking:
+            work.append((kind, seed, n_frames, options, lacking))
+    if not work:
         return 0
-    work = [(name, kind, seed, seconds, cache, options) for kind, seed in missing]
-    with ProcessPoolExecutor(jobs, initializer=_load_worker, initargs=(card.path,)) as pool:
-        done = pool.map(_render_one, work, chunksize=4)
-        for _ in tqdm(done, total=len(work), desc=f"rendering {card.tier}-{card.precision}"):
+    card_paths = tuple(card.path for card in cards)
+    desc = "rendering " + " and ".join(f"{c.tier}-{c.precision}" for c in cards)
+    with ProcessPoolExecutor(jobs, initializer=_load_workers, initargs=(card_paths,)) as pool:
+        for _ in tqdm(pool.map(_render_one, work, chunksize=4), total=len(work), desc=desc):
             pass
-    return len(missing)
+    return len(work)
 
 
-def _load_worker(card_path: Path) -> None:
+def _load_workers(card_paths: tuple[Path, ...]) -> None:
     from detectors.onnx_detector import OnnxDetector
 
-    _worker_detector.append(OnnxDetector(read_card(card_path)))
+    _worker_detectors.extend(OnnxDetector(read_card(path)) for path in card_paths)
 
 
-def _render_one(work: tuple[str, str, int, float, Path, SceneOptions | None]) -> None:
-    name, kind, seed, seconds, cache, options = work
-    detected_clip(lambda: _worker_detector[0], name, seed, kind, seconds, cache, options)
+def _render_one(work: _RenderWork) -> None:
+    kind, seed, n_frames, options, lacking = work
+    rendered = _render(seed, kind, n_frames, options)
+    for index, path in lacking:
+        _save(path, _detect(_worker_detectors[index], rendered))
 
 
-def _detect(
-    detector: Detector, seed: int, content: str, n_frames: int, options: SceneOptions | None
-) -> dict[str, npt.NDArray[np.generic]]:
-    # Imported when needed (it renders with OpenCV), and typed loosely: the generator's
-    # (n_frames x image, n_frames x boxes, contrast per 福) result is all we rely on.
+_Rendered = tuple[Any, Any, Any]
+"""A clip's frames, 福 boxes per frame and ink contrast per 福, as the generator makes them
+(typed loosely: the generator is imported only where clips are rendered)."""
+
+
+def _render(seed: int, content: str, n_frames: int, options: SceneOptions | None) -> _Rendered:
+    # Imported when needed: it renders with OpenCV.
     scenes = importlib.import_module("detectors.synth.scenes")
     frames, truth, contrast = scenes.make_clip(
         seed, n_frames, BASE_FPS, FRAME_W, FRAME_H, content, options or scenes.GENERATOR_MIX
     )
+    return frames, truth, contrast
+
+
+def _save(path: Path, arrays: dict[str, npt.NDArray[np.generic]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    named: dict[str, Any] = dict(arrays)  # keyword names, none of them numpy's own
+    np.savez_compressed(path, **named)
+
+
+def _detect(detector: Detector, rendered: _Rendered) -> dict[str, npt.NDArray[np.generic]]:
+    frames, truth, contrast = rendered
     det_rows: list[tuple[float, ...]] = []
     labels: list[str] = []
     checks: list[float] = []

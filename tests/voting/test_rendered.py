@@ -126,7 +126,7 @@ def test_a_clip_rendered_with_scene_options_is_the_generators_clip_with_them(tmp
     card = find_card("s", "int8")
     options = SceneOptions(glyph_fill=(0.7, 0.75), aimed=True)
     name, n_frames = synth_cache_name(card, options), 2
-    assert render_missing(card, [("fu", 3)], n_frames / 30, tmp_path, 2, options) == 1
+    assert render_missing([card], [("fu", 3)], n_frames / 30, tmp_path, 2, options) == 1
     cached = detected_clip(_never, name, 3, "fu", n_frames / 30, tmp_path, options)
     frames = make_clip(3, n_frames, BASE_FPS, FRAME_W, FRAME_H, "fu", options)
     (truth,) = cached.objects
@@ -138,15 +138,31 @@ def test_render_missing_fills_the_cache_in_worker_processes_as_one_process_would
     card = find_card("s", "int8")
     name, n_frames = synth_cache_name(card), 6
     specs = [("fu", 3), ("negative", 3)]
-    made = render_missing(card, specs, seconds=n_frames / 30, cache=tmp_path, jobs=2)
+    made = render_missing([card], specs, seconds=n_frames / 30, cache=tmp_path, jobs=2)
     assert made == 2
     assert all(clip_path(tmp_path, name, k, s, n_frames).exists() for k, s in specs)
-    assert render_missing(card, specs, seconds=n_frames / 30, cache=tmp_path, jobs=2) == 0
+    assert render_missing([card], specs, seconds=n_frames / 30, cache=tmp_path, jobs=2) == 0
 
     cached = detected_clip(_never, name, 3, "fu", n_frames / 30, tmp_path)
     fresh = detected_clip(lambda: OnnxDetector(card), name, 3, "fu", n_frames / 30, None)
     assert cached.detections == fresh.detections
     assert cached.check is None  # the s card offers no check
+
+
+def test_render_missing_renders_a_clip_once_for_the_cards_that_lack_it(tmp_path):
+    small, large = find_card("s", "int8"), find_card("l", "int8")
+    n_frames, seconds = 4, 4 / 30
+    assert render_missing([small], [("fu", 5)], seconds, tmp_path, jobs=2) == 1
+    # ("fu", 5) only for l, ("fu", 6) for both: two clips rendered, three caches filled
+    assert render_missing([small, large], [("fu", 5), ("fu", 6)], seconds, tmp_path, 2) == 2
+    assert render_missing([small, large], [("fu", 5), ("fu", 6)], seconds, tmp_path, 2) == 0
+    for card in (small, large):
+        name = synth_cache_name(card)
+        cached = detected_clip(_never, name, 6, "fu", seconds, tmp_path)
+        fresh = detected_clip(lambda card=card: OnnxDetector(card), name, 6, "fu", seconds, None)
+        assert cached.detections == fresh.detections
+        assert (cached.check is None) == (card is small)  # only l has a glyph check
+        assert clip_path(tmp_path, name, "fu", 5, n_frames).exists()
 
 
 def test_cached_clips_keep_the_check_of_every_detection_for_the_voter_to_ask(tmp_path):
