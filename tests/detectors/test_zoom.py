@@ -122,7 +122,8 @@ def test_a_candidate_as_big_as_the_frame_keeps_its_first_score() -> None:
     whole = Detection("fu", 0.9, (100.0, 0.0, 540.0, 480.0))
     assert detector.close_up_region(frame, whole, ZoomSpec()) is None
     assert detector.second_look(frame, whole, []) == whole
-    weak = Detection("fu", 0.5, (100.0, 0.0, 540.0, 480.0))
+    # under the lowest close-up score kept (the threshold, or the rescue's): dropped
+    weak = Detection("fu", detector.close_up_floor - 0.05, (100.0, 0.0, 540.0, 480.0))
     assert detector.second_look(frame, weak, []) is None
 
 
@@ -201,13 +202,19 @@ def with_zoom(card: ModelCard, **fields: object) -> OnnxDetector:
     return OnnxDetector(dataclasses.replace(card, zoom=zoom))
 
 
+def without_rescue(card: ModelCard) -> ModelCard:
+    """``card`` with its glyph check's rescue off: what the second look does on its own."""
+    assert card.glyph is not None and card.glyph.rescue_from is not None
+    return dataclasses.replace(card, glyph=dataclasses.replace(card.glyph, rescue_from=None))
+
+
 def with_fills(card: ModelCard, *extra: float) -> OnnxDetector:
     """``card``'s detector with close-ups at ``fill`` and ``extra`` shares only."""
     return with_zoom(card, extra_fills=extra or None)
 
 
 def test_a_large_fu_without_a_close_up_at_fill_gets_one_at_a_larger_share() -> None:
-    card = find_card("l", "int8")
+    card = without_rescue(find_card("l", "int8"))
     clip = make_clip(18234, n_frames=1)  # a white 福 on a red diamond, 128 px high, in a garage
     frame, truth = clip.frames[0], tuple(clip.boxes[0][0].tolist())
     fill_only, more = with_fills(card).detect(frame), with_fills(card, 0.6).detect(frame)
@@ -381,7 +388,7 @@ CLOSE = SceneOptions(glyph_fill=(0.8, 0.85), aimed=True)
 
 
 def with_out_fill(out_fill: float | None) -> OnnxDetector:
-    return with_zoom(find_card("l", "int8"), out_fill=out_fill)
+    return with_zoom(without_rescue(find_card("l", "int8")), out_fill=out_fill)
 
 
 @pytest.mark.parametrize("seed", [2, 12, 13])  # first look 0.54, 0.44, 0.36
@@ -400,6 +407,21 @@ def test_a_fu_filling_the_screen_is_found_zoomed_out_and_passes_the_turned_check
     assert found.runs == 2  # the first look and the zoomed-out one
     confirmer = zoomed_out.confirmer(frame)
     assert confirmer is not None and confirmer(hit)
+
+
+@pytest.mark.parametrize(
+    ("seed", "options"),
+    [(2, CLOSE), (12, CLOSE), (13, CLOSE), (18234, SceneOptions())],  # the 福 of two tests above
+)
+def test_the_shipped_rescue_keeps_at_the_threshold_what_the_close_ups_alone_miss(
+    seed: int, options: SceneOptions
+) -> None:
+    clip = make_clip(seed, n_frames=1, options=options)
+    frame, truth = clip.frames[0], tuple(clip.boxes[0][0].tolist())
+    # the shipped card with neither the zoomed-out look nor the extra fill
+    rescuing = with_zoom(find_card("l", "int8"), out_fill=None, extra_fills=None)
+    (hit,) = [d for d in rescuing.detect(frame) if iou(d.box, truth) >= 0.5]
+    assert hit.score == rescuing.threshold  # kept at the threshold, as the weakest evidence
 
 
 def test_a_fu_the_first_look_saw_at_a_known_scale_gets_no_zoomed_out_look() -> None:
