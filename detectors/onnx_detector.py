@@ -388,21 +388,22 @@ class OnnxDetector:
         checks that took.
 
         A detection under the card's threshold from :attr:`rescue_from` up is raised to the
-        threshold if the glyph check reads it as 福 at ``rescue_min`` in every view: the
-        weakest evidence the vote takes as "福", never more. The threshold is the card's,
-        not the one this detector was made with, so that an evaluation keeping lower scores
-        (``eval-model``'s curve) sees the card's rescue. Those it refuses stay as they
-        scored, if this detector keeps that score at all.
+        threshold (or the card's ``rescue_score``) if the glyph check reads it as 福 at
+        ``rescue_min`` in every view: by default the weakest evidence the vote takes as
+        "福". The threshold is the card's, not the one this detector was made with, so that
+        an evaluation keeping lower scores (``eval-model``'s curve) sees the card's rescue.
+        Those it refuses stay as they scored, if this detector keeps that score at all.
         """
         glyph, rescue_from, threshold = self.glyph, self.rescue_from, self.card.threshold
         if glyph is None or rescue_from is None:
             return seen, 0
+        raised = threshold if glyph.spec.rescue_score is None else glyph.spec.rescue_score
         kept, checks = [], 0
         for d in seen:
             if rescue_from <= d.score < threshold:
                 checks += 1
                 if glyph.score(image, d.box) >= glyph.spec.rescue_min:
-                    kept.append(dataclasses.replace(d, score=threshold))
+                    kept.append(dataclasses.replace(d, score=raised))
                     continue
             if d.score >= self.threshold:
                 kept.append(d)
