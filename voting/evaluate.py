@@ -911,6 +911,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             other = find_card(args.tier, args.precision, args.compare)
         except ModelCardError as exc:
             parser.error(f"--compare: {exc}")
+        # Its cache is named now, as the first card's was: code edited during a long run
+        # must not send the second card to another cache, where every clip renders again.
+        other_source = synth_source(other, args.seconds, cache, options)
 
     def prefetch(specs: Sequence[ClipSpec], models: Sequence[ModelCard]) -> None:
         if models and cache is not None and args.jobs > 1:  # rendered, in parallel
@@ -961,7 +964,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.list_misses:
         print(misses_report(tallies, args.min_view))
     if other is not None:
-        tallies_other = tallies_through(synth_source(other, args.seconds, cache, options), other)
+        tallies_other = tallies_through(other_source, other)
         print(f"\nthe same clips through {args.compare} (threshold {other.threshold:g}):")
         print(format_table(tallies_other))
         if args.list_misses:
