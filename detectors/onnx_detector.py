@@ -308,6 +308,10 @@ class OnnxDetector:
             self.threshold if self.rescue_from is None else min(self.rescue_from, self.threshold)
         )
         """The lowest close-up score a second look keeps: the threshold, or the rescue's."""
+        chosen = None if card.glyph is None else card.glyph.rescue_score
+        self.rescue_score = card.threshold if chosen is None else chosen
+        """The score a rescued candidate is reported at: the card's ``rescue_score``, or its
+        threshold (the card's, not the one this detector was made with: :meth:`rescued`)."""
 
     @property
     def tier(self) -> str:
@@ -388,7 +392,7 @@ class OnnxDetector:
         checks that took.
 
         A detection under the card's threshold from :attr:`rescue_from` up is raised to the
-        threshold (or the card's ``rescue_score``) if the glyph check reads it as 福 at
+        threshold (or the card's :attr:`rescue_score`) if the glyph check reads it as 福 at
         ``rescue_min`` in every view: by default the weakest evidence the vote takes as
         "福". The threshold is the card's, not the one this detector was made with, so that
         an evaluation keeping lower scores (``eval-model``'s curve) sees the card's rescue.
@@ -397,13 +401,12 @@ class OnnxDetector:
         glyph, rescue_from, threshold = self.glyph, self.rescue_from, self.card.threshold
         if glyph is None or rescue_from is None:
             return seen, 0
-        raised = threshold if glyph.spec.rescue_score is None else glyph.spec.rescue_score
         kept, checks = [], 0
         for d in seen:
             if rescue_from <= d.score < threshold:
                 checks += 1
                 if glyph.score(image, d.box) >= glyph.spec.rescue_min:
-                    kept.append(dataclasses.replace(d, score=raised))
+                    kept.append(dataclasses.replace(d, score=self.rescue_score))
                     continue
             if d.score >= self.threshold:
                 kept.append(d)
