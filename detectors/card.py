@@ -102,10 +102,6 @@ class GlyphSpec:
     photo, mostly). Only a two-pass card (``zoom``) has candidates under its threshold.
     ``None``: no rescue; the check is asked only near a decision."""
     rescue_min: float = 0.9
-    rescue_score: float | None = None
-    """The score a rescued candidate is reported at; ``None``: the card's threshold, the
-    weakest evidence the vote takes as 福. Higher makes the vote count it as the stronger
-    evidence the recognizer's reading is (each rescued frame adds more toward a decision)."""
 
     @property
     def views(self) -> int:
@@ -125,7 +121,6 @@ class GlyphSpec:
             macs=int(raw.get("macs", 0)),
             rescue_from=None if raw.get("rescue_from") is None else float(raw["rescue_from"]),
             rescue_min=float(raw.get("rescue_min", 0.9)),
-            rescue_score=None if raw.get("rescue_score") is None else float(raw["rescue_score"]),
         )
         if not (0 < spec.min_score <= 1 and spec.side >= 16 and min(spec.contexts) >= 1):
             raise ValueError(f"glyph: want 0 < min_score <= 1, side >= 16, contexts >= 1: {raw}")
@@ -208,9 +203,6 @@ def read_card(path: Path) -> ModelCard:
             raise ValueError(
                 "glyph: rescue_from needs a zoom spec (candidates under the threshold)"
             )
-        score = None if card.glyph is None else card.glyph.rescue_score
-        if score is not None and not card.threshold <= score <= 1:
-            raise ValueError(f"glyph: want threshold <= rescue_score <= 1: {score}")
         return card
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ModelCardError(f"bad model card {path}: {exc}") from exc

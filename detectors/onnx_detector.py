@@ -308,10 +308,6 @@ class OnnxDetector:
             self.threshold if self.rescue_from is None else min(self.rescue_from, self.threshold)
         )
         """The lowest close-up score a second look keeps: the threshold, or the rescue's."""
-        chosen = None if card.glyph is None else card.glyph.rescue_score
-        self.rescue_score = card.threshold if chosen is None else chosen
-        """The score a rescued candidate is reported at: the card's ``rescue_score``, or its
-        threshold (the card's, not the one this detector was made with: :meth:`rescued`)."""
 
     @property
     def tier(self) -> str:
@@ -392,11 +388,11 @@ class OnnxDetector:
         checks that took.
 
         A detection under the card's threshold from :attr:`rescue_from` up is raised to the
-        threshold (or the card's :attr:`rescue_score`) if the glyph check reads it as 福 at
-        ``rescue_min`` in every view: by default the weakest evidence the vote takes as
-        "福". The threshold is the card's, not the one this detector was made with, so that
-        an evaluation keeping lower scores (``eval-model``'s curve) sees the card's rescue.
-        Those it refuses stay as they scored, if this detector keeps that score at all.
+        threshold if the glyph check reads it as 福 at ``rescue_min`` in every view: the
+        weakest evidence the vote takes as "福", never more. The threshold is the card's,
+        not the one this detector was made with, so that an evaluation keeping lower scores
+        (``eval-model``'s curve) sees the card's rescue. Those it refuses stay as they
+        scored, if this detector keeps that score at all.
         """
         glyph, rescue_from, threshold = self.glyph, self.rescue_from, self.card.threshold
         if glyph is None or rescue_from is None:
@@ -406,7 +402,7 @@ class OnnxDetector:
             if rescue_from <= d.score < threshold:
                 checks += 1
                 if glyph.score(image, d.box) >= glyph.spec.rescue_min:
-                    kept.append(dataclasses.replace(d, score=self.rescue_score))
+                    kept.append(dataclasses.replace(d, score=threshold))
                     continue
             if d.score >= self.threshold:
                 kept.append(d)

@@ -129,15 +129,6 @@ def test_a_recognizer_of_other_channels_is_refused(tmp_path: Path) -> None:
         ({"model": "g.onnx", "min_score": 0.5, "rescue_from": 0.0}, "rescue_from"),
         ({"model": "g.onnx", "min_score": 0.5, "rescue_from": 1.0}, "rescue_from"),
         ({"model": "g.onnx", "min_score": 0.5, "rescue_from": 0.3, "rescue_min": 0}, "rescue_min"),
-        # a rescued candidate reported under the card's threshold (0.69), or over 1
-        (
-            {"model": "g.onnx", "min_score": 0.5, "rescue_from": 0.3, "rescue_score": 0.5},
-            "rescue_s",
-        ),
-        (
-            {"model": "g.onnx", "min_score": 0.5, "rescue_from": 0.3, "rescue_score": 1.5},
-            "rescue_s",
-        ),
     ],
 )
 def test_bad_glyph_fields_are_refused(tmp_path, fields, message) -> None:  # type: ignore[no-untyped-def]
@@ -159,7 +150,7 @@ def test_a_card_reads_its_glyph_check_with_defaults(tmp_path) -> None:  # type: 
     assert card.glyph_path == tmp_path / "g.onnx"
     plain = GlyphSpec.from_fields({"model": "g.onnx", "min_score": 0.5})
     assert plain.contexts == (CONTEXT,) and not plain.turned and plain.views == 1
-    assert plain.rescue_from is None and plain.rescue_min == 0.9 and plain.rescue_score is None
+    assert plain.rescue_from is None and plain.rescue_min == 0.9
 
 
 def test_a_rescue_needs_a_two_pass_card(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -283,34 +274,27 @@ it is a candidate under the threshold; the stand-in glyph check decides its resc
 
 
 @pytest.mark.parametrize(
-    ("glyph", "card_threshold", "rescue_from", "threshold", "score", "checks", "rescue_score"),
+    ("glyph", "card_threshold", "rescue_from", "threshold", "score", "checks"),
     [
-        (0.95, UNDER, 0.3, None, UNDER, 1, None),  # read as 福: raised to the card's threshold
-        (0.95, UNDER, 0.3, None, 1.0, 1, 1.0),  # ...or to the card's rescue_score
-        (0.95, UNDER, 0.99999, None, None, 0, None),  # its close-up scores under rescue_from
-        (0.95, UNDER, None, None, None, 0, None),  # no rescue on the card
-        (0.5, UNDER, 0.3, None, None, 1, None),  # the recognizer unsure (under rescue_min)
-        (0.0, None, 0.3, None, "own", 0, 1.0),  # over the card's threshold: reported unchecked
+        (0.95, UNDER, 0.3, None, UNDER, 1),  # read as 福: raised to the card's threshold
+        (0.95, UNDER, 0.99999, None, None, 0),  # its close-up scores under rescue_from
+        (0.95, UNDER, None, None, None, 0),  # no rescue on the card
+        (0.5, UNDER, 0.3, None, None, 1),  # the recognizer unsure (under rescue_min): dropped
+        (0.0, None, 0.3, None, "own", 0),  # over the card's threshold: reported unchecked
         # eval-model's curve keeps low scores: the rescue is at the card's threshold...
-        (0.95, UNDER, 0.3, 0.05, UNDER, 1, None),
+        (0.95, UNDER, 0.3, 0.05, UNDER, 1),
         # ...and one it refuses keeps its own score there
-        (0.5, UNDER, 0.3, 0.05, "own", 1, 1.0),
+        (0.5, UNDER, 0.3, 0.05, "own", 1),
     ],
 )
 def test_a_candidate_under_the_threshold_is_rescued_if_the_glyph_check_reads_it_as_fu(  # type: ignore[no-untyped-def]
-    tmp_path, fu_frame, glyph, card_threshold, rescue_from, threshold, score, checks, rescue_score
+    tmp_path, fu_frame, glyph, card_threshold, rescue_from, threshold, score, checks
 ) -> None:
     plain = with_glyph(tmp_path, 0.0)
     (own,) = plain.detect(fu_frame).items
     assert 0.69 <= own.score < UNDER
     detector = with_glyph(
-        tmp_path,
-        glyph,
-        card_threshold,
-        threshold,
-        contexts=(1.1, 1.3),
-        rescue_from=rescue_from,
-        rescue_score=rescue_score,
+        tmp_path, glyph, card_threshold, threshold, contexts=(1.1, 1.3), rescue_from=rescue_from
     )
     found = detector.detect(fu_frame)
     expected = {None: None, "own": own.score}.get(score, score)  # type: ignore[call-overload]
