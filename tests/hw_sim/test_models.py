@@ -100,7 +100,7 @@ def test_accuracy_from_the_cards_beats_size_when_clearly_better(s_accuracy, m_ac
 
 
 def test_the_shipped_cards_give_each_phone_the_model_its_vote_was_measured_on():
-    # docs/voting.md measures mid and high on l INT8 and low on m FP32; a fine-tune that
+    # docs/voting.md measures mid and high on l INT8 and low on l FP32; a fine-tune that
     # swaps per-frame AP50 by noise must not move a phone to a model never voted on
     shipped = [ModelSpec.from_card(card) for card in list_cards()]
     picked = {
@@ -108,7 +108,7 @@ def test_the_shipped_cards_give_each_phone_the_model_its_vote_was_measured_on():
     }
     assert {name: (s.tier, s.precision) for name, s in picked.items()} == {
         "host": ("l", "int8"),
-        "low": ("m", "fp32"),
+        "low": ("l", "fp32"),
         "mid": ("l", "int8"),
         "high": ("l", "int8"),
     }

@@ -13,11 +13,11 @@ def test_bundled_catalogue_has_a_pass_through_host_and_three_emulated_phones():
         profile = PROFILES[name]
         assert profile.emulated
         assert profile.camera_fps > 0 and profile.camera_width > 0 and profile.camera_height > 0
-        assert (
-            profile.budget_ms == pytest.approx(1000 / profile.camera_fps)
-            and profile.memory_mb > 0
-            and profile.cores > 0
-        )
+        assert profile.memory_mb > 0 and profile.cores > 0
+    assert PROFILES["mid"].budget_ms == pytest.approx(1000 / PROFILES["mid"].camera_fps)
+    assert PROFILES["high"].budget_ms == pytest.approx(1000 / PROFILES["high"].camera_fps)
+    # the cheap phone trades frames for the larger model: the vote weighs media time
+    assert PROFILES["low"].budget_ms == 100.0 > 1000 / PROFILES["low"].camera_fps
     assert PROFILES["low"].precision == "fp32"  # INT8 kernels do not pay on Cortex-A53
     assert PROFILES["high"].precision == "int8"
     speeds = [PROFILES[n].gop_s(PROFILES[n].int8) for n in ("low", "mid", "high")]

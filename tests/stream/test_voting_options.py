@@ -83,17 +83,17 @@ def test_sessions_weigh_fu_against_their_models_threshold_and_targets_on_their_o
 
 
 @pytest.mark.parametrize(
-    ("profile", "voting", "margin"),
-    [("host", {}, 0.0), ("low", {}, 1), ("low", {"confirm_margin": 2}, 2)],
+    ("profile", "tier", "voting", "margin"),
+    [("host", None, {}, 0.0), ("low", "m", {}, 1), ("low", "m", {"confirm_margin": 2}, 2)],
 )
-def test_sessions_start_from_their_models_vote_fields(profile, voting, margin):
+def test_sessions_start_from_their_models_vote_fields(profile, tier, voting, margin):
     pipelines = Pipelines.from_models()
     try:
 
         async def send(message):
             pass
 
-        session = pipelines.open(SessionOptions(profile=profile, voting=voting), send)
+        session = pipelines.open(SessionOptions(profile=profile, tier=tier, voting=voting), send)
         assert session.voter.config.confirm_margin == margin  # m FP32's card asks for 1
     finally:
         pipelines.shutdown()
