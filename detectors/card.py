@@ -40,14 +40,19 @@ Score = Annotated[float, Field(ge=0, le=1)]
 Count = Annotated[int, Field(ge=0)]
 
 
-def _vote_value(value: object) -> bool | int | float:
-    if isinstance(value, bool | int | float):
-        return value
-    raise ValueError("a voting field takes a number or true/false")
+def _only(kinds: tuple[type, ...], what: str) -> PlainValidator:
+    """A value of one of ``kinds`` as it is (strict, with one message instead of one a kind)."""
+
+    def check(value: object) -> object:
+        if isinstance(value, kinds):
+            return value
+        raise ValueError(f"want {what}")
+
+    return PlainValidator(check)
 
 
-VoteValue = Annotated[bool | int | float, PlainValidator(_vote_value)]
-Metrics = dict[str, int | float | str]
+VoteValue = Annotated[bool | int | float, _only((bool, int, float), "a number or true/false")]
+Metrics = dict[str, Annotated[int | float | str, _only((int, float, str), "a number or a text")]]
 Provenance = dict[str, Any]
 METRICS = Field(default_factory=dict, description="what was measured of the model")
 PROVENANCE = Field(
@@ -308,10 +313,9 @@ def read_glyph_card(path: Path) -> GlyphCardFile:
 
 def _glyph_spec(card_path: Path, use: GlyphUse) -> GlyphSpec:
     glyph_card = card_path.parent / use.card
-    try:
-        check = read_glyph_card(glyph_card)
-    except ValueError as exc:
-        raise ValueError(f"{shown(card_path)}: glyph.card: {exc}") from None
+    if not glyph_card.is_file():
+        raise ValueError(f"{shown(card_path)}: glyph.card: no file {use.card} beside the card")
+    check = read_glyph_card(glyph_card)
     return GlyphSpec(
         model=glyph_card.with_suffix(".onnx").name,
         min_score=check.min_score,

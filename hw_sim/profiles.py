@@ -146,7 +146,7 @@ def read_profiles(path: Path) -> dict[str, DeviceProfile]:
 
 def _profile(path: Path, name: str, table: dict[str, object]) -> DeviceProfile:
     if "name" in table:
-        raise ValueError(f"{shown(path)}: {name}.name: extra field not permitted (a table names its profile)")
+        raise ValueError(f"{shown(path)}: {name}.name: extra field not permitted (the table's name)")
     return validate(PROFILE, table | {"name": name}, path, (name,))
 
 
