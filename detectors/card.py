@@ -54,8 +54,8 @@ def _only(kinds: tuple[type, ...], what: str) -> PlainValidator:
 VoteValue = Annotated[bool | int | float, _only((bool, int, float), "a number or true/false")]
 Metrics = dict[str, Annotated[int | float | str, _only((int, float, str), "a number or a text")]]
 Provenance = dict[str, Any]
-METRICS = Field(default_factory=dict, description="what was measured of the model")
-PROVENANCE = Field(
+METRICS: Any = Field(default_factory=dict, description="what was measured of the model")
+PROVENANCE: Any = Field(
     default_factory=dict,
     description="how the model was made and why its settings were chosen (prose and commands); "
     "never read at run time",
@@ -73,12 +73,14 @@ class InputSpec:
     name: str = Field(description="the ONNX graph's input name")
     width: int = Field(ge=16, le=4096, description="input width in pixels")
     height: int = Field(ge=16, le=4096, description="input height in pixels")
-    scale: float = Field(1.0 / 255.0, gt=0, le=1, description="pixel values times this")
-    pad_value: int = Field(114, ge=0, le=255, description="grey around the letterboxed frame")
-    color: Literal["RGB", "BGR"] = Field("RGB", description="channel order of the tensor")
-    layout: Literal["NCHW"] = Field("NCHW", description="tensor layout")
+    scale: float = Field(default=1.0 / 255.0, gt=0, le=1, description="pixel values times this")
+    pad_value: int = Field(
+        default=114, ge=0, le=255, description="grey around the letterboxed frame"
+    )
+    color: Literal["RGB", "BGR"] = Field(default="RGB", description="channel order of the tensor")
+    layout: Literal["NCHW"] = Field(default="NCHW", description="tensor layout")
     resize: Literal["letterbox"] = Field(
-        "letterbox", description="letterbox: the frame scaled keeping its aspect, centred"
+        default="letterbox", description="letterbox: the frame scaled keeping its aspect, centred"
     )
 
 
@@ -91,16 +93,25 @@ class ZoomSpec:
     and the network's score on that crop replaces the first one.
     """
 
-    fill: Share = Field(0.4, description="share of the close-up's side the candidate's box spans")
-    candidates: Score = Field(0.3, description="first-look score from which a box is a candidate")
-    max_candidates: int = Field(6, ge=1, le=64, description="candidates looked at again, at most")
+    fill: Share = Field(
+        default=0.4, description="share of the close-up's side the candidate's box spans"
+    )
+    candidates: Score = Field(
+        default=0.3, description="first-look score from which a box is a candidate"
+    )
+    max_candidates: int = Field(
+        default=6, ge=1, le=64, description="candidates looked at again, at most"
+    )
     min_zoom: float | None = Field(
-        None, ge=1, description="least magnification worth a close-up; none: any below the frame"
+        default=None,
+        ge=1,
+        description="least magnification worth a close-up; none: any below the frame",
     )
     """No close-up for a candidate whose crop would magnify the frame less than this;
     ``None``: only when the crop would hold the whole frame (a zoom of 1)."""
     turned_min: Score | None = Field(
-        None, description="close-up turned upside down must score this to confirm; none: no check"
+        default=None,
+        description="close-up turned upside down must score this to confirm; none: no check",
     )
     """The detector offers a turned check (:meth:`OnnxDetector.confirmer`): a detection is
     confirmed if its close-up turned upside down also scores at least this. The model is
@@ -108,14 +119,15 @@ class ZoomSpec:
     mistakes for 福 one way up seldom does the other way. A voter asks for the check only
     when a track is about to be recognized. ``None``: no check to offer."""
     extra_fills: tuple[Share, ...] | None = Field(
-        None, min_length=1, description="more close-ups' shares; a candidate keeps its best"
+        default=None, min_length=1, description="more close-ups' shares; a candidate keeps its best"
     )
     """More close-ups of each candidate, its box spanning each of these shares of the crop;
     the candidate keeps its best score. The network's verdict on a glyph changes with the
     scale it sees it at, and a large candidate that ``fill`` and ``min_zoom`` leave without
     a close-up gets one at a larger share. ``None``: only ``fill``."""
     out_fill: Share | None = Field(
-        None, description="share of a zoomed-out view for candidates too large for a close-up"
+        default=None,
+        description="share of a zoomed-out view for candidates too large for a close-up",
     )
     """A candidate too large for any close-up is seen again zoomed out: the frame shrunk
     into a border of the input's pad value, the box spanning this share of the view, if
@@ -144,10 +156,11 @@ class GlyphUse(BaseModel):
     model_config = STRICT
     card: str = Field(description="the glyph check's card, a file beside this one")
     rescue_from: Share | None = Field(
-        None, description="close-up score from which the check may rescue a candidate; none: no"
+        default=None,
+        description="close-up score from which the check may rescue a candidate; none: no",
     )
     rescue_min: float = Field(
-        0.9, gt=0, le=1, description="score every view must give a candidate to rescue it"
+        default=0.9, gt=0, le=1, description="score every view must give a candidate to rescue it"
     )
 
 
@@ -155,23 +168,29 @@ class DetectorCardFile(BaseModel):
     """A detector's card, as its JSON file holds it."""
 
     model_config = STRICT
-    kind: Literal["detector"] = Field("detector", description="a detector's card")
+    kind: Literal["detector"] = Field(default="detector", description="a detector's card")
     tier: str = Field(min_length=1, description="model tier (s, m, l) the device simulator picks")
     precision: Literal["int8", "fp32"] = Field(description="the build's number format")
     classes: tuple[str, ...] = Field(min_length=1, description="labels of the heatmap's channels")
     input: InputSpec = Field(description="how a frame becomes the input tensor")
     outputs: Outputs = Field(description="the graph's outputs")
     threshold: Share = Field(description="score from which a detection is reported")
-    macs: Count = Field(0, description="multiply-adds of one run (what hw_sim charges)")
-    params: Count = Field(0, description="parameters of the network")
-    file_size: Count = Field(0, description="bytes of the ONNX file")
-    fp32_model: str | None = Field(None, description="the FP32 file this one was quantized from")
-    weights_from: str | None = Field(None, description="the file whose weights this one shares")
-    zoom: ZoomSpec | None = Field(None, description="the second look; none: one pass")
+    macs: Count = Field(default=0, description="multiply-adds of one run (what hw_sim charges)")
+    params: Count = Field(default=0, description="parameters of the network")
+    file_size: Count = Field(default=0, description="bytes of the ONNX file")
+    fp32_model: str | None = Field(
+        default=None, description="the FP32 file this one was quantized from"
+    )
+    weights_from: str | None = Field(
+        default=None, description="the file whose weights this one shares"
+    )
+    zoom: ZoomSpec | None = Field(default=None, description="the second look; none: one pass")
     vote: dict[str, VoteValue] = Field(
         default_factory=dict, description="sequential vote fields streams of this model start from"
     )
-    glyph: GlyphUse | None = Field(None, description="the glyph check a detection must pass")
+    glyph: GlyphUse | None = Field(
+        default=None, description="the glyph check a detection must pass"
+    )
     metrics: Metrics = METRICS
     provenance: Provenance = PROVENANCE
 
@@ -182,14 +201,16 @@ class GlyphCardFile(BaseModel):
     model_config = STRICT
     kind: Literal["glyph_check"] = Field(description="a glyph check's card")
     min_score: float = Field(gt=0, le=1, description="score every view must give a detection")
-    side: int = Field(GLYPH_SIDE, ge=16, le=512, description="crop side in pixels")
+    side: int = Field(default=GLYPH_SIDE, ge=16, le=512, description="crop side in pixels")
     contexts: tuple[Annotated[float, Field(ge=1)], ...] = Field(
-        (CONTEXT,), min_length=1, description="views: crop side over the box's longer side"
+        default=(CONTEXT,), min_length=1, description="views: crop side over the box's longer side"
     )
-    macs: Count = Field(0, description="multiply-adds of one view (what hw_sim charges)")
-    params: Count = Field(0, description="parameters of the network")
-    file_size: Count = Field(0, description="bytes of the ONNX file")
-    fp32_model: str | None = Field(None, description="the FP32 file this one was quantized from")
+    macs: Count = Field(default=0, description="multiply-adds of one view (what hw_sim charges)")
+    params: Count = Field(default=0, description="parameters of the network")
+    file_size: Count = Field(default=0, description="bytes of the ONNX file")
+    fp32_model: str | None = Field(
+        default=None, description="the FP32 file this one was quantized from"
+    )
     metrics: Metrics = METRICS
     provenance: Provenance = PROVENANCE
 

@@ -41,10 +41,18 @@ class Thermal:
     Under constant load the heat approaches 1; idle, it approaches 0.
     """
 
-    heat_tau_s: float = Field(120.0, ge=1, le=86_400, description="heating time constant (busy)")
-    cool_tau_s: float = Field(180.0, ge=1, le=86_400, description="cooling time constant (idle)")
-    onset: float = Field(0.5, ge=0, lt=1, description="heat level at which throttling starts")
-    min_speed: float = Field(1.0, ge=0.1, le=1, description="speed at full heat; 1: no throttling")
+    heat_tau_s: float = Field(
+        default=120.0, ge=1, le=86_400, description="heating time constant (busy)"
+    )
+    cool_tau_s: float = Field(
+        default=180.0, ge=1, le=86_400, description="cooling time constant (idle)"
+    )
+    onset: float = Field(
+        default=0.5, ge=0, lt=1, description="heat level at which throttling starts"
+    )
+    min_speed: float = Field(
+        default=1.0, ge=0.1, le=1, description="speed at full heat; 1: no throttling"
+    )
 
     def speed(self, heat: float) -> float:
         """Speed factor (1 = full speed) at ``heat`` in [0, 1]."""
@@ -66,36 +74,50 @@ class DeviceProfile:
     """
 
     name: str = Field(description="profile id in commands and results: its table's name")
-    description: str = Field("", description="one line for listings")
+    description: str = Field(default="", description="one line for listings")
     camera_fps: Annotated[float, _unset_or(1)] = Field(
-        0.0, ge=0, le=240, description="frames a second the camera delivers; 0: every frame sent"
+        default=0.0,
+        ge=0,
+        le=240,
+        description="frames a second the camera delivers; 0: every frame sent",
     )
     camera_width: Annotated[int, _unset_or(16)] = Field(
-        0, ge=0, le=8192, description="preview width the app analyses; 0: frames as sent"
+        default=0, ge=0, le=8192, description="preview width the app analyses; 0: frames as sent"
     )
     camera_height: Annotated[int, _unset_or(16)] = Field(
-        0, ge=0, le=8192, description="preview height the app analyses; 0: frames as sent"
+        default=0, ge=0, le=8192, description="preview height the app analyses; 0: frames as sent"
     )
-    int8: bool = Field(True, description="INT8 kernels are faster than FP32 ones (the int8 build)")
+    int8: bool = Field(
+        default=True, description="INT8 kernels are faster than FP32 ones (the int8 build)"
+    )
     int8_gop_s: float = Field(
-        0.0, ge=0, le=100_000, description="effective INT8 speed, 1 MAC = 2 ops; 0: unknown"
+        default=0.0, ge=0, le=100_000, description="effective INT8 speed, 1 MAC = 2 ops; 0: unknown"
     )
     fp32_gop_s: float = Field(
-        0.0, ge=0, le=100_000, description="effective FP32 speed, 1 MAC = 2 ops; 0: unknown"
+        default=0.0, ge=0, le=100_000, description="effective FP32 speed, 1 MAC = 2 ops; 0: unknown"
     )
-    preprocess_ms: float = Field(0.0, ge=0, le=1000, description="fixed cost of every frame")
-    cores: int = Field(0, ge=0, le=256, description="SoC cores; 0: unknown")
-    threads: int = Field(0, ge=0, le=256, description="threads the speeds were measured with")
+    preprocess_ms: float = Field(
+        default=0.0, ge=0, le=1000, description="fixed cost of every frame"
+    )
+    cores: int = Field(default=0, ge=0, le=256, description="SoC cores; 0: unknown")
+    threads: int = Field(
+        default=0, ge=0, le=256, description="threads the speeds were measured with"
+    )
     memory_mb: Annotated[float, _unset_or(1)] = Field(
-        0.0, ge=0, le=65_536, description="memory the scan may use; 0: no limit"
+        default=0.0, ge=0, le=65_536, description="memory the scan may use; 0: no limit"
     )
     frame_budget_ms: Annotated[float, _unset_or(1)] = Field(
-        0.0, ge=0, le=10_000, description="slowest frame the product accepts; 0: one camera frame"
+        default=0.0,
+        ge=0,
+        le=10_000,
+        description="slowest frame the product accepts; 0: one camera frame",
     )
     jitter: float = Field(
-        0.0, ge=0, le=0.5, description="sigma of the log-normal per-frame latency noise"
+        default=0.0, ge=0, le=0.5, description="sigma of the log-normal per-frame latency noise"
     )
-    tier: str = Field(AUTO_TIER, description='"auto" (best within the budget) or a fixed tier')
+    tier: str = Field(
+        default=AUTO_TIER, description='"auto" (best within the budget) or a fixed tier'
+    )
     thermal: Thermal = Field(default_factory=Thermal, description="heat model; never throttles")
 
     def __post_init__(self) -> None:
@@ -146,7 +168,7 @@ def read_profiles(path: Path) -> dict[str, DeviceProfile]:
 
 def _profile(path: Path, name: str, table: dict[str, object]) -> DeviceProfile:
     if "name" in table:
-        raise ValueError(f"{shown(path)}: {name}.name: extra field not permitted (the table's name)")
+        raise ValueError(f"{shown(path)}: {name}.name: extra field not permitted (its table's)")
     return validate(PROFILE, table | {"name": name}, path, (name,))
 
 

@@ -123,35 +123,52 @@ class SequentialConfig:
             smoothed box overlaps the last one reported by less than this.
     """
 
-    alpha: float = Field(1e-3, gt=0, lt=0.5, description="target rate of recognized mistakes")
+    alpha: float = Field(
+        default=1e-3, gt=0, lt=0.5, description="target rate of recognized mistakes"
+    )
     beta: float = Field(
-        1e-2, gt=0, lt=0.5, description="target rate of real objects never recognized"
+        default=1e-2, gt=0, lt=0.5, description="target rate of real objects never recognized"
     )
-    evidence_time: float = Field(0.2, gt=0, description="seconds one frame's evidence stands for")
-    memory: float = Field(2.0, gt=0, description="seconds over which evidence fades by 1/e")
-    floor: float = Field(-2.0, le=0, description="lowest LLR a track not yet recognized sinks to")
-    hold: float = Field(3.0, ge=0, description="LLR a recognized track may bank above the level")
-    lose_below: float = Field(0.0, description="a recognized track below this LLR is lost")
-    min_score: float = Field(0.3, ge=0, le=1, description="detections scoring lower are ignored")
+    evidence_time: float = Field(
+        default=0.2, gt=0, description="seconds one frame's evidence stands for"
+    )
+    memory: float = Field(default=2.0, gt=0, description="seconds over which evidence fades by 1/e")
+    floor: float = Field(
+        default=-2.0, le=0, description="lowest LLR a track not yet recognized sinks to"
+    )
+    hold: float = Field(
+        default=3.0, ge=0, description="LLR a recognized track may bank above the level"
+    )
+    lose_below: float = Field(default=0.0, description="a recognized track below this LLR is lost")
+    min_score: float = Field(
+        default=0.3, ge=0, le=1, description="detections scoring lower are ignored"
+    )
     edge_discount: float = Field(
-        0.04, ge=0, le=1, description="score discount of a box touching the frame's edge"
+        default=0.04, ge=0, le=1, description="score discount of a box touching the frame's edge"
     )
-    confirm: bool = Field(True, description="ask the detector's second opinion before recognizing")
-    confirm_margin: float = Field(0.0, ge=0, description="LLR below the level from which to ask")
+    confirm: bool = Field(
+        default=True, description="ask the detector's second opinion before recognizing"
+    )
+    confirm_margin: float = Field(
+        default=0.0, ge=0, description="LLR below the level from which to ask"
+    )
     score_model: InstanceOf[ScoreModel] = Field(
-        DEFAULT_SCORE_MODEL, description="per-frame LLR of a score and of a miss"
+        default=DEFAULT_SCORE_MODEL, description="per-frame LLR of a score and of a miss"
     )
     label_score_models: Mapping[str, InstanceOf[ScoreModel]] = Field(
         default_factory=dict, description="the score models of particular labels"
     )
-    min_iou: float = Field(0.3, ge=0, le=1, description="see IouTracker")
-    max_centre_distance: float = Field(0.5, ge=0, description="see IouTracker")
-    max_gap: float = Field(1.0, gt=0, description="see IouTracker")
-    max_tracks: int = Field(32, ge=1, description="see IouTracker")
-    smooth_min_cutoff: float = Field(1.0, gt=0, description="see OneEuroConfig")
-    smooth_beta: float = Field(0.5, ge=0, description="see OneEuroConfig")
+    min_iou: float = Field(default=0.3, ge=0, le=1, description="see IouTracker")
+    max_centre_distance: float = Field(default=0.5, ge=0, description="see IouTracker")
+    max_gap: float = Field(default=1.0, gt=0, description="see IouTracker")
+    max_tracks: int = Field(default=32, ge=1, description="see IouTracker")
+    smooth_min_cutoff: float = Field(default=1.0, gt=0, description="see OneEuroConfig")
+    smooth_beta: float = Field(default=0.5, ge=0, description="see OneEuroConfig")
     update_iou: float = Field(
-        0.8, ge=0, le=1, description="a smoothed box moved this little gets no updated event"
+        default=0.8,
+        ge=0,
+        le=1,
+        description="a smoothed box moved this little gets no updated event",
     )
 
     def __post_init__(self) -> None:

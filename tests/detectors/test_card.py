@@ -135,7 +135,7 @@ def card_dir(tmp_path: Path) -> Path:
         ("fu_l.int8.json", "tier", ..., "tier: field required"),
         (GLYPH_CARD, "min_score", ..., "min_score: field required"),
         ("fu_l.int8.json", "zoom", None, "glyph.rescue_from: needs a zoom spec"),
-        ("fu_l.int8.json", "glyph.card", "nope.json", "glyph.card: no file nope.json beside the card"),
+        ("fu_l.int8.json", "glyph.card", "nope.json", "glyph.card: no file nope.json beside"),
     ],
 )
 def test_a_bad_field_is_refused_naming_the_file_and_the_field(
