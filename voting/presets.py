@@ -40,8 +40,8 @@ class KOfNOptions(TypedDict, total=False):
     k: Annotated[int, Field(ge=1, description="hits among the last n frames that recognize")]
     n: Annotated[int, Field(ge=1, description="frames the hits are counted over")]
     min_score: Annotated[float, Field(ge=0, le=1, description="detections scoring less miss")]
-    min_iou: Annotated[float, Field(ge=0, le=1, description="see IouTracker")]
-    max_gap: Annotated[float, Field(gt=0, description="see IouTracker")]
+    min_iou: Annotated[float, Field(ge=0, le=1, description="least overlap continuing a track")]
+    max_gap: Annotated[float, Field(gt=0, description="seconds a track may go unseen")]
 
 
 SEQUENTIAL = TypeAdapter(SequentialConfig)

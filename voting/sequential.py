@@ -158,12 +158,18 @@ class SequentialConfig:
     label_score_models: Mapping[str, InstanceOf[ScoreModel]] = Field(
         default_factory=dict, description="the score models of particular labels"
     )
-    min_iou: float = Field(default=0.3, ge=0, le=1, description="see IouTracker")
-    max_centre_distance: float = Field(default=0.5, ge=0, description="see IouTracker")
-    max_gap: float = Field(default=1.0, gt=0, description="see IouTracker")
-    max_tracks: int = Field(default=32, ge=1, description="see IouTracker")
-    smooth_min_cutoff: float = Field(default=1.0, gt=0, description="see OneEuroConfig")
-    smooth_beta: float = Field(default=0.5, ge=0, description="see OneEuroConfig")
+    min_iou: float = Field(
+        default=0.3, ge=0, le=1, description="least box overlap that continues a track"
+    )
+    max_centre_distance: float = Field(
+        default=0.5, ge=0, description="else most centre distance, in box diagonals, that does"
+    )
+    max_gap: float = Field(default=1.0, gt=0, description="seconds a track may go unseen")
+    max_tracks: int = Field(default=32, ge=1, description="tracks alive at once, at most")
+    smooth_min_cutoff: float = Field(
+        default=1.0, gt=0, description="box smoothing's least cutoff frequency (Hz)"
+    )
+    smooth_beta: float = Field(default=0.5, ge=0, description="box smoothing's speed coefficient")
     update_iou: float = Field(
         default=0.8,
         ge=0,

@@ -171,7 +171,7 @@ def test_a_profile_slower_than_the_sustained_window_still_gets_a_row(monkeypatch
     ("card", "message"),
     [
         (None, "no int8 models found in"),
-        ("{not json", "bad model card"),
+        ("{not json", "cannot read"),
     ],
 )
 def test_eval_hw_refuses_a_models_dir_it_cannot_load(tmp_path, capsys, card, message):
