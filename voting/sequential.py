@@ -98,19 +98,19 @@ class SequentialConfig:
             detector cannot tell from a cut-off 福; most wrong recognitions at scale
             were such fragments, held steadily a little above the detector's
             threshold. A cut-off 福 scored high is still recognized, a little later
-            (docs/voting.md, "Views cut by the frame's edge"; 0.04 since run 15's
-            detector, chosen on two sets of clips and confirmed on a third). Applies
+            (docs/voting.md, "How the vote decides"; CHANGELOG.md, 2026-12-02, for
+            0.04). Applies
             when the detections say their frame size.
         confirm: ask the detector's second opinion (the ``confirm`` given to
             :meth:`SequentialVoter.update`, if any) about a track's detection on the frame
             the track would be recognized; if it does not confirm, that frame counts as a
             miss, and the track is asked again when it next gets there. Paid about once per
-            object rather than on every frame (docs/voting.md, "The turned check").
+            object rather than on every frame (docs/voting.md, "How the vote decides").
         confirm_margin: ask from this much LLR below the recognition level on, so that a
             track's last few frames before recognition are each checked and each refusal
             costs it a frame. Fewer look-alikes that pass the check now and then get
             through, for several checks per object instead of one and a little recall
-            (docs/voting.md, "The turned check"); 0: the recognizing frame only.
+            (docs/voting.md, "How the vote decides"); 0: the recognizing frame only.
         score_model: per-frame LLR of a score, and of a miss, for every label
             not in ``label_score_models``.
         label_score_models: the curves of particular labels. A session lists

@@ -2,7 +2,7 @@
 
     python run.py bench                               # all five sections, about 9 minutes
     python run.py bench --only detector,pipeline      # a subset
-    python run.py bench --json docs/benchmarks.json   # docs/benchmarks.md reads this run
+    python run.py bench --json bench.json             # every number, with the machine
 
 Sections, each measured side by side in this one process (cases interleaved
 round by round, so that a neighbour's load hits all of them alike):
