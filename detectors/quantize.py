@@ -41,6 +41,7 @@ from detectors.card import (
     copy_glyph_check,
     read_card,
     read_card_fields,
+    with_fields,
     write_card,
 )
 from detectors.core import ImageBGR
@@ -296,17 +297,12 @@ def quantize_main(args: argparse.Namespace) -> Report:
         calibration = f"{len(photos)} photos of {args.calib}, MinMax"
         fields = read_card_fields(card_path)
         fields.pop("metrics", None)
-        fields.pop("metrics_command", None)
+        fields.get("provenance", {}).pop("metrics_command", None)
         copy_glyph_check(fields, card_path.parent, int8_card.parent)
+        quantization = settings.describe() | {"calibration": calibration}
+        changes = {"precision": "int8", "fp32_model": fp32.name, "file_size": int8.stat().st_size}
         write_card(
-            int8_card,
-            fields
-            | {
-                "precision": "int8",
-                "fp32_model": fp32.name,
-                "file_size": int8.stat().st_size,
-                "quantization": settings.describe() | {"calibration": calibration},
-            },
+            int8_card, with_fields(fields, changes | {"provenance": {"quantization": quantization}})
         )
         report.detections_kept = detections_kept(card_path, int8_card, photos)
     return report

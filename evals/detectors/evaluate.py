@@ -375,8 +375,10 @@ def run(args: argparse.Namespace) -> int:
             update_card(
                 card.path,
                 threshold=pick.threshold,
-                threshold_rule=f"lowest score at which at most {args.pick_thresholds:.2%} of "
-                f"{args.scenes} look-alike-only training-split frames fire: {command}",
+                provenance={
+                    "threshold_rule": f"lowest score at which at most {args.pick_thresholds:.2%} "
+                    f"of {args.scenes} look-alike-only training-split frames fire: {command}"
+                },
             )
         cards = [read_card(card.path) for card in cards]
         # The picks are written, not only printed: say so, since these may be the shipped cards.
@@ -395,5 +397,5 @@ def run(args: argparse.Namespace) -> int:
         for card in cards:
             metrics = {k: round(v, 4) for k, v in asdict(results[card.path]).items()}
             metrics |= {"scenes": args.scenes, "frame": f"{FRAME_WIDTH}x{FRAME_HEIGHT}"}
-            update_card(card.path, metrics=metrics, metrics_command=command)
+            update_card(card.path, metrics=metrics, provenance={"metrics_command": command})
     return 0

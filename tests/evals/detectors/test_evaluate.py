@@ -60,8 +60,8 @@ def test_eval_model_prints_a_row_per_model_and_writes_picked_thresholds(
     card = read_card(s_int8_dir / "fu_s.int8.json")
     assert card.threshold in evaluate.THRESHOLD_GRID
     raw = json.loads(card.path.read_text(encoding="utf-8"))
-    assert "--pick-thresholds 0.5" in raw["threshold_rule"]
-    assert raw["metrics_command"].startswith("python run.py eval-model")
+    assert "--pick-thresholds 0.5" in raw["provenance"]["threshold_rule"]
+    assert raw["provenance"]["metrics_command"].startswith("python run.py eval-model")
     assert set(card.metrics) >= {"ap50", "hard_negative_fp_rate", "latency_ms", "frame_ms"}
     assert card.metrics["frame_ms_p90"] >= card.metrics["frame_ms"] > 0
     assert 0.0 <= card.metrics["ap50"] <= 1.0

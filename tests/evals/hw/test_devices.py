@@ -116,7 +116,7 @@ def test_synth_clips_follow_the_scene_options():
     ("card", "message"),
     [
         (None, "no int8 models found in"),
-        ("{not json", "bad model card"),
+        ("{not json", "cannot read"),
     ],
 )
 def test_eval_hw_refuses_a_models_dir_it_cannot_load(tmp_path, capsys, card, message):
