@@ -490,9 +490,14 @@ def overall(images: Sequence[RealImage], outcomes: Sequence[ClipOutcome]) -> dic
     return rows
 
 
+def style_row(image: RealImage) -> str:
+    """The style table's row of ``image``: its script, pictures of other characters apart."""
+    return image.script if image.label == "pos" else f"others: {image.script}"
+
+
 def by_style(images: Sequence[RealImage], outcomes: Sequence[ClipOutcome]) -> dict[str, Tally]:
-    rows = tally(images, outcomes, lambda image, o: image.script)
-    return dict(sorted(rows.items()))
+    rows = tally(images, outcomes, lambda image, o: style_row(image))
+    return dict(sorted(rows.items(), key=lambda item: (item[0].startswith("others"), item[0])))
 
 
 def _ratio(k: int, n: int) -> str:
@@ -665,7 +670,7 @@ def run(args: argparse.Namespace) -> int:
     pictures = Counter("福, all" if i.label == "pos" else "others (neg/)" for i in images)
     print(group_table(overall(images, outcomes), "clips", dict(pictures)))
     print()
-    print(group_table(by_style(images, outcomes), "style", dict(Counter(i.script for i in images))))
+    print(group_table(by_style(images, outcomes), "style", dict(Counter(map(style_row, images)))))
     print()
     print(image_table(images, outcomes))
     if args.list_misses:

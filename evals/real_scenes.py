@@ -45,6 +45,8 @@ SIZE_GROWTH = (1.3, 2.4)
 """...multiplied by this over the clip (the phone comes closer)..."""
 SIZE_MAX = 0.9
 """...up to this."""
+LIGHT_HEADROOM = 1.8
+"""The most that light and colour cast together brighten a pixel (1.25 x 1.25 x 1.15)."""
 NOISE_SHIFT = 32
 """Pixels by which a frame's sensor noise may be moved against the clip's noise field."""
 YAW_DEG, PITCH_DEG, ROLL_DEG = 35.0, 25.0, 12.0
@@ -201,10 +203,12 @@ class CameraPath:
     """``n x 3``: yaw, pitch and roll in degrees (roll 180 more for 倒福)."""
     blur: npt.NDArray[np.float64]
     """``n x 2``: the motion blur's streak, pixels of a 1000 px short side."""
-    gain: npt.NDArray[np.float64]
-    """``n x 3``: light and colour cast per BGR channel."""
-    shade: npt.NDArray[np.float64]
-    """``n``: how much darker one side of the frame is than the other (0..0.4)."""
+    light: npt.NDArray[np.float64]
+    """``n``: the light, a factor of every pixel."""
+    cast: npt.NDArray[np.float64]
+    """``3``: the colour cast, a factor per BGR channel."""
+    shade: float
+    """How much darker one side of the frame is than the other (0..0.4)."""
     noise: float
     """Sensor noise, grey levels."""
     background: int
@@ -240,14 +244,15 @@ def camera_path(
         1 + rng.uniform(0, 0.25) * np.sin(2 * math.pi * (t * rng.uniform(0.3, 1.2) + rng.random()))
     )
     cast = rng.uniform(0.85, 1.15, 3)
-    shade = np.full(n_frames, rng.uniform(0, 0.4))
+    shade = float(rng.uniform(0, 0.4))
     crop = (rng.uniform(0.4, 1.0), rng.random(), rng.random())
     return CameraPath(
         size,
         centre,
         angles,
         speed,
-        light[:, None] * cast[None, :],
+        light,
+        cast,
         shade,
         float(rng.uniform(2, 6)),
         int(rng.integers(1 << 30)),
@@ -346,9 +351,13 @@ class RealClip(Sequence[ImageBGR]):
             images[min(len(images) - 1, i * len(images) // n_frames)] for i in range(n_frames)
         ]
         self._scene = background(self.path, self.width, self.height, 0.06)
-        ramp = np.linspace(255.0, 255.0 * (1.0 - self.path.shade[0]), self.width)
-        shade = np.broadcast_to(ramp.astype(np.uint8)[None, :, None], (self.height, self.width, 3))
-        self._shade = np.ascontiguousarray(shade)
+        # The colour cast and the shading across the frame, scaled by LIGHT_HEADROOM: one
+        # multiplication per frame, its scale the frame's light.
+        ramp = np.linspace(1.0, 1.0 - self.path.shade, self.width)
+        light = ramp[None, :, None] * self.path.cast[None, None, :] * 255 / LIGHT_HEADROOM
+        self._light = np.ascontiguousarray(
+            np.broadcast_to(np.clip(light, 0, 255).astype(np.uint8), (self.height, self.width, 3))
+        )
         self._homographies = [
             None
             if image is None
@@ -401,9 +410,8 @@ class RealClip(Sequence[ImageBGR]):
         image, homography = self.images[i], self._homographies[i]
         if image is not None and homography is not None:
             _print(frame, image.image, homography)
-        gain = np.clip(np.arange(256)[:, None] * path.gain[i][None, :], 0, 255)
-        frame = np.asarray(cv2.LUT(frame, gain.astype(np.uint8).reshape(256, 1, 3)), np.uint8)
-        frame = np.asarray(cv2.multiply(frame, self._shade, scale=1 / 255), np.uint8)
+        scale = float(path.light[i]) * LIGHT_HEADROOM / 255
+        frame = np.asarray(cv2.multiply(frame, self._light, scale=scale), np.uint8)
         frame = _streaked(frame, path.blur[i] * min(width, height) / 1000)
         # Sensor noise: a part of the clip's noise field, moved per frame (drawing it afresh
         # per frame costs more than the rest of the frame).
