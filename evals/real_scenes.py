@@ -460,3 +460,43 @@ def _streaked(frame: ImageBGR, streak: npt.NDArray[np.float64]) -> ImageBGR:
     cv2.line(kernel, start, (round(c + ux * half), round(c + uy * half)), 1.0, 1)
     kernel /= max(float(kernel.sum()), 1e-6)
     return np.asarray(cv2.filter2D(frame, -1, kernel), np.uint8)
+
+
+TURNED_SHARE = 0.25
+"""How often a clip or still of :func:`scene_clip` shows its picture upside down (倒福)."""
+
+
+def scene_clip(
+    images: Sequence[RealImage],
+    content: str,
+    seed: int,
+    n_frames: int,
+    fps: float,
+    size: tuple[int, int],
+    still: bool = False,
+) -> RealClip:
+    """A clip of the kind the synthetic generator makes (``content`` "fu", "mixed",
+    "negative" or "empty"), of real pictures: ``seed`` picks the picture of 福 (``pos``) and
+    of another character (``neg``; none: the background) in turn, and whether it is upside
+    down (:data:`TURNED_SHARE`). As :func:`detectors.synth.scenes.make_clip`, "mixed" shows
+    the 福 in the middle half of the clip and the other character before and after.
+
+    Raises:
+        ValueError: an unknown ``content``, or "fu"/"mixed" without pictures of 福.
+    """
+    pos = [image for image in images if image.label == "pos"]
+    neg = [image for image in images if image.label == "neg"]
+    other = neg[seed % len(neg)] if neg else None
+    if content in ("fu", "mixed") and not pos:
+        raise ValueError(f"a {content!r} clip needs pictures of 福")
+    shown: dict[str, list[RealImage | None]] = {
+        "empty": [None],
+        "negative": [other],
+    }
+    if pos:
+        fu = pos[seed % len(pos)]
+        shown |= {"fu": [fu], "mixed": [other, fu, fu, other]}
+    if content not in shown:
+        raise ValueError(f"unknown clip content {content!r}")
+    turned = bool(np.random.default_rng([seed, 1]).random() < TURNED_SHARE)
+    return RealClip(shown[content], (seed,), n_frames, fps, size, turned, "ink", still)

@@ -591,6 +591,29 @@ def synth_source(
     return lambda kind, seed: detected_clip(detector, name, seed, kind, seconds, cache, options)
 
 
+def real_source(card: ModelCard, seconds: float, real_dir: Path) -> ClipSource:
+    """Clips of the real pictures in ``real_dir`` (``pos/``, ``neg/``) held up to a camera
+    (:func:`evals.real_scenes.scene_clip`), through the model of ``card``; not cached.
+
+    Raises:
+        evals.real_scenes.RealSetError: ``real_dir`` is not a set of pictures.
+    """
+    from detectors.onnx_detector import OnnxDetector
+    from evals.real_scenes import load_set, scene_clip
+    from voting.rendered import detect_rendered
+
+    images = load_set(real_dir)
+    detector = OnnxDetector(card)
+    n_frames = round(seconds * BASE_FPS)
+
+    def clip(kind: str, seed: int) -> Clip:
+        made = scene_clip(images, kind, seed, n_frames, BASE_FPS, (FRAME_W, FRAME_H))
+        contrast = (math.nan,)  # a photo's ink contrast is not known
+        return detect_rendered(detector, (made, made.boxes, contrast), seed, kind)
+
+    return clip
+
+
 def parse_noise(spec: str) -> NoiseModel:
     """``"slow_sigma=0.6,negative_logit=-2"``: a :class:`NoiseModel` with those fields changed.
 
@@ -805,9 +828,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="run.py eval-voting", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--source",
-        choices=["sim", "synth"],
+        choices=["sim", "synth", "real"],
         default="sim",
-        help="the detector noise model, or rendered clips through the real detector (cached)",
+        help="the detector noise model, or rendered clips through the real detector (cached), "
+        "or real pictures held up to a camera (--real-dir) through the real detector",
     )
     parser.add_argument("--clips", type=int, default=1000, help="positive clips (fu and mixed)")
     parser.add_argument("--negative-hours", type=float, default=1.0)
@@ -857,7 +881,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="ink contrast (CIE76 delta E) from which a rendered 福 whole in frame counts as "
         "plainly visible, for the 'visible' column (default %(default)s)",
     )
-    synth = parser.add_argument_group("rendered clips (--source synth)")
+    synth = parser.add_argument_group("rendered clips (--source synth or real)")
+    synth.add_argument(
+        "--real-dir",
+        type=Path,
+        metavar="DIR",
+        help="--source real: pictures of 福 in DIR/pos, of other characters in DIR/neg "
+        "(see run.py eval-real); a clip of 4 s renders and runs in seconds: pass few "
+        "--clips and --negative-hours",
+    )
     synth.add_argument("--tier", default="s")
     synth.add_argument("--precision", default="int8", choices=["int8", "fp32"])
     synth.add_argument("--seconds", type=float, default=4.0, help="length of each clip")
@@ -894,6 +926,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("the scene options (--glyph-fill, ...) are for --source synth")
         source, length = sim_source(noise)
         described = f"simulated detector (voting.simulate.NoiseModel({args.noise}))"
+    elif args.source == "real":
+        if args.real_dir is None or changes or args.compare is not None:
+            parser.error("--source real takes --real-dir, and no scene options or --compare")
+        if args.score_model.startswith("fit-"):  # fitted on real pictures: tuned on them
+            parser.error("--source real measures: --score-model card or fixed")
+        card = find_card(args.tier, args.precision, args.models_dir)
+        try:
+            source = real_source(card, args.seconds, args.real_dir)
+        except ValueError as exc:
+            parser.error(str(exc))
+        length = args.seconds
+        described = (
+            f"real pictures of {args.real_dir} held up to a camera through model "
+            f"{args.tier}-{args.precision} (threshold {card.threshold:g})"
+        )
     else:
         card = find_card(args.tier, args.precision, args.models_dir)
         source = synth_source(card, args.seconds, cache, options)
@@ -916,7 +963,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         other_source = synth_source(other, args.seconds, cache, options)
 
     def prefetch(specs: Sequence[ClipSpec], models: Sequence[ModelCard]) -> None:
-        if models and cache is not None and args.jobs > 1:  # rendered, in parallel
+        if args.source == "synth" and models and cache is not None and args.jobs > 1:
             render_missing(models, specs, args.seconds, cache, args.jobs, options)
 
     overrides: dict[str, Any] = {}
