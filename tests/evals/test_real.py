@@ -12,11 +12,13 @@ import pytest
 
 import run as run_py
 from detectors.card import MODELS_DIR, find_card, read_card_fields, write_card
+from detectors.evaluate import held_out
 from detectors.onnx_detector import OnnxDetector
 from detectors.synth.bank import load_glyphs
 from evals.real import STAGES, ClipSpec, Evaluator, RunConfig, clip_specs, stage_reached
-from evals.real_scenes import RealClip, RealSetError, ink_box, load_set, style_group
+from evals.real_scenes import RealClip, RealSetError, ink_box, load_set, scene_clip, style_group
 from hw_sim import get_profile
+from voting.evaluate import real_source
 
 SIZE = (640, 360)
 FPS = 15.0
@@ -174,3 +176,31 @@ def test_the_report_has_its_rows_and_names_the_stage_of_a_forced_miss(real_dir, 
     assert [image["clips"][0]["lost_at"] for image in report["images"]] == ["close-up", None]
     printed = capsys.readouterr().out
     assert "pos/fu_black.png #0: 0/" in printed and "lost at close-up" in printed
+
+
+@pytest.mark.parametrize(
+    ("content", "with_fu"),
+    [
+        ("fu", [True] * 8),
+        ("mixed", [False] * 2 + [True] * 4 + [False] * 2),
+        ("negative", [False] * 8),
+        ("empty", [False] * 8),
+    ],
+)
+def test_scene_clips_of_real_pictures_have_the_generators_kinds(real_dir, content, with_fu):
+    clip = scene_clip(load_set(real_dir), content, 3, 8, FPS, SIZE)
+    assert [len(boxes) == 1 for boxes in clip.boxes] == with_fu
+
+
+def test_eval_model_scenes_can_be_stills_of_real_pictures(real_dir):
+    images = load_set(real_dir)
+    stills = list(held_out("mixed", 3, real=images)) + list(held_out("negative", 2, real=images))
+    assert [len(s.boxes) for s in stills] == [1, 1, 1, 0, 0]
+    assert all(s.image.shape == (480, 640, 3) and not len(s.ignore) for s in stills)
+
+
+def test_eval_voting_clips_of_real_pictures_carry_detections_and_truth(real_dir):
+    source = real_source(find_card("l", "int8"), 0.5, real_dir)
+    clip = source("fu", 0)
+    assert len(clip.detections) == 15 and len(clip.objects) == 1
+    assert not source("empty", 0).objects
