@@ -26,7 +26,7 @@ import statistics
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -149,7 +149,7 @@ class RunConfig:
     seconds: float
     fps: float
     size: tuple[int, int]
-    truth: str
+    truth: Truth
     profile: str
     tier: str | None
     precision: str
@@ -233,8 +233,9 @@ class Evaluator:
 
         config, image = self.config, self.images[spec.image]
         seed = clip_seed(config.seed, image, spec.number)
-        truth = cast("Truth", config.truth)
-        return RealClip([image], seed, config.n_frames, config.fps, config.size, spec.turned, truth)
+        return RealClip(
+            [image], seed, config.n_frames, config.fps, config.size, spec.turned, config.truth
+        )
 
     def run(self, spec: ClipSpec) -> ClipOutcome:
         return asyncio.run(self._run(spec))
@@ -463,7 +464,9 @@ class Tally:
 
 
 def tally(
-    images: Sequence[RealImage], outcomes: Iterable[ClipOutcome], key: Any
+    images: Sequence[RealImage],
+    outcomes: Iterable[ClipOutcome],
+    key: Callable[[RealImage, ClipOutcome], str | None],
 ) -> dict[str, Tally]:
     """Outcomes grouped by ``key(image, outcome)`` (a name, or ``None`` to leave one out)."""
     groups: dict[str, Tally] = {}
