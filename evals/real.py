@@ -28,7 +28,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -73,6 +73,13 @@ def frame_size(text: str) -> tuple[int, int]:
     if min(size) < 64:
         raise argparse.ArgumentTypeError(f"want both sides >= 64, got {text!r}")
     return size
+
+
+OPTIONS = (
+    "dir", "clips_per_image", "seconds", "fps", "size", "turned_share", "truth", "max_images",
+    "profile", "tier", "precision", "models_dir", "seed",
+)  # fmt: skip
+"""The options a report's numbers depend on, written into ``--json``."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -590,18 +597,16 @@ def misses_list(images: Sequence[RealImage], outcomes: Sequence[ClipOutcome]) ->
 
 
 def report_json(
-    config: RunConfig,
     images: Sequence[RealImage],
     specs: Sequence[ClipSpec],
     outcomes: Sequence[ClipOutcome],
-    command: str,
+    options: dict[str, Any],
 ) -> dict[str, Any]:
     by_image: dict[int, list[ClipOutcome]] = {}
     for outcome in outcomes:
         by_image.setdefault(outcome.spec.image, []).append(outcome)
     return {
-        "command": command,
-        "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
+        "options": {k: str(v) if isinstance(v, Path) else v for k, v in options.items()},
         "clips": len(specs),
         "overall": {name: row.to_json() for name, row in overall(images, outcomes).items()},
         "styles": {name: row.to_json() for name, row in by_style(images, outcomes).items()},
@@ -659,7 +664,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"eval-real: {exc}", file=sys.stderr)
         return 2
     specs = clip_specs(images, args.clips_per_image, args.turned_share)
-    command = " ".join(["python", "run.py", "eval-real", *sys.argv[2:]])
     outcomes = run_clips(config, specs, args.jobs)
     pos = [i for i in images if i.label == "pos"]
     print(
@@ -680,7 +684,8 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(misses_list(images, outcomes))
     if args.json is not None:
-        report = report_json(config, images, specs, outcomes, command)
+        options = {k: v for k, v in vars(args).items() if k in OPTIONS}
+        report = report_json(images, specs, outcomes, options)
         args.json.write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
     return 0
 
