@@ -18,10 +18,7 @@ import numpy as np
 import uvloop
 
 from evals.bench.machine import FPS
-from evals.loadtest import (
-    local_server,
-    measure_load,
-)
+from evals.loadtest import local_server, measure_load
 from evals.tables import table
 
 LATENCY_BOUND_MS = 100.0

@@ -5,11 +5,12 @@
     python run.py bench --json bench.json             # every number, with the machine
 
 Sections, each measured side by side in this one process (cases interleaved
-round by round, so that a neighbour's load hits all of them alike):
+round by round, so that a neighbour's load hits all of them alike), each its
+own module of :mod:`evals.bench`:
 
 1. ``detector``: per model tier, FP32 vs INT8 network latency at one thread and
    at all cores, the speedup, the achieved GOP/s against this CPU's peak
-   (:func:`peaks`), a GEMM ceiling measured with ONNX Runtime itself, and where
+   (:func:`evals.bench.machine.peaks`), a GEMM ceiling measured with ONNX Runtime itself, and where
    the time goes by operator type (ONNX Runtime's profiler).
 2. ``pipeline``: per frame at 640x480 and 1280x720, each server stage (VP8 and
    H.264 decode, JPEG decode, colour conversion, letterbox, inference, output

@@ -27,10 +27,11 @@ from __future__ import annotations
 import argparse
 import shlex
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
@@ -52,6 +53,9 @@ from detectors.synth.scenes import (
     scene_options,
 )
 from stream.cli_types import UsageError
+
+if TYPE_CHECKING:  # imported where real pictures are asked for
+    from evals.real_scenes import RealImage
 
 FRAME_WIDTH, FRAME_HEIGHT = 640, 480
 CURVE_THRESHOLD = 0.05
@@ -85,11 +89,25 @@ class Result:
 
 
 def held_out(
-    content: Content, count: int, split: Split = "eval", options: SceneOptions = GENERATOR_MIX
+    content: Content,
+    count: int,
+    split: Split = "eval",
+    options: SceneOptions = GENERATOR_MIX,
+    real: Sequence[RealImage] = (),
 ) -> Iterator[LabelledScene]:
     """``count`` 640x480 scenes of ``content`` from ``split``, always the same seeds
-    (``options``: :func:`render_scene`'s)."""
+    (``options``: :func:`render_scene`'s); with ``real`` pictures, stills of them held up to
+    a camera instead (:func:`evals.real_scenes.scene_clip`: a "mixed" scene shows a 福)."""
     base = SEED_BASE[(split, str(content))]
+    if real:
+        from evals.real_scenes import scene_clip
+
+        kind = "fu" if content == "mixed" else str(content)
+        size = (FRAME_WIDTH, FRAME_HEIGHT)
+        for i in range(count):
+            still = scene_clip(real, kind, base + i, 1, 30.0, size, still=True)
+            yield LabelledScene(still[0], still.boxes[0], np.zeros((0, 4), np.float32))
+        return
     for i in range(count):
         yield render_scene(base + i, FRAME_WIDTH, FRAME_HEIGHT, split, content, options)
 
@@ -136,6 +154,7 @@ def score_scenes(
     scenes: int,
     split: Split,
     options: SceneOptions = GENERATOR_MIX,
+    real: Sequence[RealImage] = (),
 ) -> dict[Path, SceneScores]:
     """Every model on the same ``scenes`` mixed and look-alike-only scenes of ``split``.
 
@@ -153,11 +172,11 @@ def score_scenes(
         return found
 
     positives = 0
-    for image, truth, ignore in held_out("mixed", scenes, split, options):
+    for image, truth, ignore in held_out("mixed", scenes, split, options, real):
         positives += len(truth)
         for path in detectors:
             scored[path] += match(timed(path, image), truth, ignore)
-    for image, _, _ in held_out("negative", scenes, split, options):
+    for image, _, _ in held_out("negative", scenes, split, options, real):
         for path in detectors:
             worst[path].append(max((d.score for d in timed(path, image)), default=0.0))
     return {p: SceneScores(scored[p], positives, worst[p], spent[p]) for p in detectors}
@@ -192,11 +211,14 @@ def shifted(image: ImageBGR, boxes: Boxes, dx: int, dy: int) -> tuple[ImageBGR, 
 
 
 def shift_stability(
-    detectors: dict[Path, OnnxDetector], scenes: int, options: SceneOptions = GENERATOR_MIX
+    detectors: dict[Path, OnnxDetector],
+    scenes: int,
+    options: SceneOptions = GENERATOR_MIX,
+    real: Sequence[RealImage] = (),
 ) -> dict[Path, ShiftStability]:
     """Each model on every shift of the held-out scenes with 福: its best score on each 福."""
     best: dict[Path, list[npt.NDArray[np.float64]]] = {p: [] for p in detectors}
-    for image, truth, _ in held_out("mixed", scenes, "eval", options):
+    for image, truth, _ in held_out("mixed", scenes, "eval", options, real):
         if not len(truth):
             continue
         views = [shifted(image, truth, dx, dy) for dx, dy in SHIFTS]
@@ -246,11 +268,16 @@ def curve_detectors(cards: list[ModelCard]) -> dict[Path, OnnxDetector]:
 
 
 def evaluate(
-    cards: list[ModelCard], scenes: int, latency_runs: int, options: SceneOptions = GENERATOR_MIX
+    cards: list[ModelCard],
+    scenes: int,
+    latency_runs: int,
+    options: SceneOptions = GENERATOR_MIX,
+    real: Sequence[RealImage] = (),
 ) -> dict[Path, Result]:
-    """Run every model in ``cards`` over the same held-out scenes; see the module docstring."""
+    """Run every model in ``cards`` over the same held-out scenes (or stills of ``real``
+    pictures); see the module docstring."""
     detectors = curve_detectors(cards)
-    scores = score_scenes(detectors, scenes, "eval", options)
+    scores = score_scenes(detectors, scenes, "eval", options, real)
     latencies = median_latencies_ms(list(detectors.values()), latency_runs)
     results = {}
     for (path, detector), latency in zip(detectors.items(), latencies, strict=True):
@@ -349,6 +376,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"also: each 福 in the held-out scenes moved by {len(SHIFTS) - 1} sub-stride "
         "shifts; how often its detection flickers (found in some shifts, missed in others)",
     )
+    parser.add_argument(
+        "--real-dir",
+        type=Path,
+        metavar="DIR",
+        help="scenes of real pictures instead: stills of DIR/pos (福) and DIR/neg (others) "
+        "held up to a camera (see run.py eval-real); measured, never written into cards",
+    )
     add_scene_arguments(parser)  # the training options: a 福 cut too far counts neither way
 
 
@@ -358,6 +392,18 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             "cards hold numbers of the generator's own mix: no scene options with them"
         )
+    real: Sequence[RealImage] = ()
+    if args.real_dir is not None:
+        if args.write_cards or args.pick_thresholds is not None or options != GENERATOR_MIX:
+            raise UsageError(
+                "--real-dir measures: no --write-cards, --pick-thresholds or scene options"
+            )
+        from evals.real_scenes import load_set
+
+        try:
+            real = load_set(args.real_dir)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
     command = shlex.join(["python", "run.py", *args.argv])
     cards = [
         c
@@ -383,10 +429,10 @@ def run(args: argparse.Namespace) -> int:
         cards = [read_card(card.path) for card in cards]
         # The picks are written, not only printed: say so, since these may be the shipped cards.
         print(f"(thresholds written into {len(cards)} card(s) in {args.models_dir})")
-    results = evaluate(cards, args.scenes, args.latency_runs, options)
+    results = evaluate(cards, args.scenes, args.latency_runs, options, real)
     print(format_table(cards, results))
     if args.shift_stability:
-        stability = shift_stability(curve_detectors(cards), args.scenes, options)
+        stability = shift_stability(curve_detectors(cards), args.scenes, options, real)
         print(
             f"\nunder small shifts ({len(SHIFTS)} positions, up to 3 px, of the same scenes): "
             "flicker = found at the threshold in some, missed in others, of those found at all; "

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import itertools
 import logging
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -96,12 +97,10 @@ class ClipRun:
 
 
 async def clip_frames(clip: EvalClip) -> TimedFrames:
-    for i, image in enumerate(clip.frames):
-        yield i / clip.fps, _constant(image)
-
-
-def _constant(image: ImageBGR) -> Callable[[], ImageBGR]:
-    return lambda: image
+    """The clip's frames, each taken from ``clip.frames`` only if the session processes it
+    (a sequence may render its frames when asked)."""
+    for i in range(len(clip.frames)):
+        yield i / clip.fps, functools.partial(clip.frames.__getitem__, i)
 
 
 async def run_clip(

@@ -593,6 +593,29 @@ def synth_source(
     return lambda kind, seed: detected_clip(detector, name, seed, kind, seconds, cache, options)
 
 
+def real_source(card: ModelCard, seconds: float, real_dir: Path) -> ClipSource:
+    """Clips of the real pictures in ``real_dir`` (``pos/``, ``neg/``) held up to a camera
+    (:func:`evals.real_scenes.scene_clip`), through the model of ``card``; not cached.
+
+    Raises:
+        evals.real_scenes.RealSetError: ``real_dir`` is not a set of pictures.
+    """
+    from detectors.onnx_detector import OnnxDetector
+    from evals.real_scenes import load_set, scene_clip
+    from evals.voting.rendered import detect_rendered
+
+    images = load_set(real_dir)
+    detector = OnnxDetector(card)
+    n_frames = round(seconds * BASE_FPS)
+
+    def clip(kind: str, seed: int) -> Clip:
+        made = scene_clip(images, kind, seed, n_frames, BASE_FPS, (FRAME_W, FRAME_H))
+        contrast = (math.nan,)  # a photo's ink contrast is not known
+        return detect_rendered(detector, (made, made.boxes, contrast), seed, kind)
+
+    return clip
+
+
 def parse_noise(spec: str) -> NoiseModel:
     """``"slow_sigma=0.6,negative_logit=-2"``: a :class:`NoiseModel` with those fields changed.
 
@@ -806,9 +829,10 @@ def misses_report(tallies: dict[tuple[str, float], Tally], min_view: float) -> s
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--source",
-        choices=["sim", "synth"],
+        choices=["sim", "synth", "real"],
         default="sim",
-        help="the detector noise model, or rendered clips through the real detector (cached)",
+        help="the detector noise model, or rendered clips through the real detector (cached), "
+        "or real pictures held up to a camera (--real-dir) through the real detector",
     )
     parser.add_argument("--clips", type=int, default=1000, help="positive clips (fu and mixed)")
     parser.add_argument(
@@ -865,7 +889,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="ink contrast (CIE76 delta E) from which a rendered 福 whole in frame counts as "
         "plainly visible, for the 'visible' column (default %(default)s)",
     )
-    synth = parser.add_argument_group("rendered clips (--source synth)")
+    synth = parser.add_argument_group("rendered clips (--source synth or real)")
+    synth.add_argument(
+        "--real-dir",
+        type=Path,
+        metavar="DIR",
+        help="--source real: pictures of 福 in DIR/pos, of other characters in DIR/neg "
+        "(see run.py eval-real); a clip of 4 s renders and runs in seconds: pass few "
+        "--clips and --negative-hours",
+    )
     synth.add_argument("--tier", default="s", help="model tier (default: %(default)s)")
     synth.add_argument(
         "--precision",
@@ -907,6 +939,21 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("the scene options (--glyph-fill, ...) are for --source synth")
         source, length = sim_source(noise)
         described = f"simulated detector (voting.simulate.NoiseModel({args.noise}))"
+    elif args.source == "real":
+        if args.real_dir is None or changes or args.compare is not None:
+            raise UsageError("--source real takes --real-dir, and no scene options or --compare")
+        if args.score_model.startswith("fit-"):  # fitted on real pictures: tuned on them
+            raise UsageError("--source real measures: --score-model card or fixed")
+        card = find_card(args.tier, args.precision, args.models_dir)
+        try:
+            source = real_source(card, args.seconds, args.real_dir)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        length = args.seconds
+        described = (
+            f"real pictures of {args.real_dir} held up to a camera through model "
+            f"{args.tier}-{args.precision} (threshold {card.threshold:g})"
+        )
     else:
         card = find_card(args.tier, args.precision, args.models_dir)
         source = synth_source(card, args.seconds, cache, options)
@@ -929,7 +976,7 @@ def run(args: argparse.Namespace) -> int:
         other_source = synth_source(other, args.seconds, cache, options)
 
     def prefetch(specs: Sequence[ClipSpec], models: Sequence[ModelCard]) -> None:
-        if models and cache is not None and args.jobs > 1:  # rendered, in parallel
+        if args.source == "synth" and models and cache is not None and args.jobs > 1:
             render_missing(models, specs, args.seconds, cache, args.jobs, options)
 
     overrides: dict[str, Any] = {}

@@ -152,6 +152,12 @@ def detected_clip(
     return _to_clip(arrays, seed, content, n_frames)
 
 
+def detect_rendered(detector: Detector, rendered: _Rendered, seed: int, content: str) -> Clip:
+    """A clip rendered elsewhere (its frames at ``BASE_FPS``, ``FRAME_W x FRAME_H``, the 福
+    boxes of each frame and the ink contrast of each 福) through ``detector``, uncached."""
+    return _to_clip(_detect(detector, rendered), seed, content, len(rendered[0]))
+
+
 def clip_path(cache: Path, name: str, content: str, seed: int, n_frames: int) -> Path:
     """Where :func:`detected_clip` keeps a clip's detections."""
     return cache / name / f"{content}-{seed}-{n_frames}.npz"
