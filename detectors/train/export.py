@@ -8,7 +8,7 @@ keeps its FP32 convolution weights in the widest's file
 (:mod:`detectors.shared_weights`); its card says ``weights_from``.
 The format (QDQ or QOperator), per-channel weights and the activation
 type are options so they can be compared; the defaults are what shipped.
-Accuracy and latency are added to the cards by ``python -m detectors.evaluate --write-cards``.
+Accuracy and latency are added to the cards by ``python run.py eval-model --write-cards``.
 With ``--tuned-from detectors/models`` the new cards start from the shipped cards' threshold,
 second look, vote and glyph check fields (``detectors.card.TUNED_FIELDS``) instead of the bare
 defaults; the glyph check's files are copied beside them.

@@ -8,7 +8,7 @@ from detectors.core import Detector
 from detectors.onnx_detector import OnnxDetector
 from detectors.synth.backgrounds import PACK_ENV
 from detectors.synth.scenes import SceneOptions, make_clip
-from voting.rendered import (
+from evals.voting.rendered import (
     clip_path,
     detected_clip,
     detector_fingerprint,

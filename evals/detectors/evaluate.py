@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
@@ -39,6 +39,7 @@ import numpy.typing as npt
 
 from detectors.card import MODELS_DIR, ModelCard, list_cards, read_card, update_card
 from detectors.core import Detections, ImageBGR, iou
+from detectors.metrics import AP_IOU, match, median_ms
 from detectors.onnx_detector import OnnxDetector, letterbox
 from detectors.synth.scenes import (
     GENERATOR_MIX,
@@ -51,9 +52,12 @@ from detectors.synth.scenes import (
     render_scene,
     scene_options,
 )
+from stream.cli_types import UsageError
+
+if TYPE_CHECKING:  # imported where real pictures are asked for
+    from evals.real_scenes import RealImage
 
 FRAME_WIDTH, FRAME_HEIGHT = 640, 480
-AP_IOU = 0.5
 CURVE_THRESHOLD = 0.05
 """Detections down to this score make the precision-recall curve."""
 SEED_BASE: dict[tuple[Split, str], int] = {
@@ -85,37 +89,27 @@ class Result:
 
 
 def held_out(
-    content: Content, count: int, split: Split = "eval", options: SceneOptions = GENERATOR_MIX
+    content: Content,
+    count: int,
+    split: Split = "eval",
+    options: SceneOptions = GENERATOR_MIX,
+    real: Sequence[RealImage] = (),
 ) -> Iterator[LabelledScene]:
     """``count`` 640x480 scenes of ``content`` from ``split``, always the same seeds
-    (``options``: :func:`render_scene`'s)."""
+    (``options``: :func:`render_scene`'s); with ``real`` pictures, stills of them held up to
+    a camera instead (:func:`evals.real_scenes.scene_clip`: a "mixed" scene shows a 福)."""
     base = SEED_BASE[(split, str(content))]
+    if real:
+        from evals.real_scenes import scene_clip
+
+        kind = "fu" if content == "mixed" else str(content)
+        size = (FRAME_WIDTH, FRAME_HEIGHT)
+        for i in range(count):
+            still = scene_clip(real, kind, base + i, 1, 30.0, size, still=True)
+            yield LabelledScene(still[0], still.boxes[0], np.zeros((0, 4), np.float32))
+        return
     for i in range(count):
         yield render_scene(base + i, FRAME_WIDTH, FRAME_HEIGHT, split, content, options)
-
-
-def match(found: Detections, truth: Boxes, ignore: Boxes | None = None) -> list[tuple[float, bool]]:
-    """(score, is true positive) per detection, best first, each truth box matched at most once.
-
-    A detection that matches no truth box but an ``ignore`` box (a 福 cut too
-    far to label) is left out: it is neither right nor wrong.
-    """
-    used = [False] * len(truth)
-    scored = []
-    for det in found:
-        best, best_iou = -1, AP_IOU
-        for i, box in enumerate(truth):
-            overlap = iou(det.box, (box[0], box[1], box[2], box[3]))
-            if not used[i] and overlap >= best_iou:
-                best, best_iou = i, overlap
-        if best >= 0:
-            used[best] = True
-        elif ignore is not None and any(
-            iou(det.box, (b[0], b[1], b[2], b[3])) >= AP_IOU for b in ignore
-        ):
-            continue
-        scored.append((det.score, best >= 0))
-    return scored
 
 
 def average_precision(scored: list[tuple[float, bool]], positives: int) -> float:
@@ -128,22 +122,6 @@ def average_precision(scored: list[tuple[float, bool]], positives: int) -> float
     precision = np.concatenate([[1.0], hits / np.arange(1, len(ordered) + 1)])
     envelope = np.maximum.accumulate(precision[::-1])[::-1]
     return float(np.sum(np.diff(recall) * envelope[1:]))
-
-
-def median_ms(calls: Sequence[Callable[[], object]], rounds: int) -> list[float]:
-    """Median time of each call in milliseconds.
-
-    The calls take turns, one run each per round, so that load from other
-    processes on a shared machine falls on all of them alike.
-    """
-    times: list[list[float]] = [[] for _ in calls]
-    for round_ in range(rounds + 5):
-        for call, spent in zip(calls, times, strict=True):
-            start = time.perf_counter()
-            call()
-            if round_ >= 5:  # the first runs warm caches and allocators up
-                spent.append(time.perf_counter() - start)
-    return [1000 * float(np.median(t)) for t in times]
 
 
 def median_latencies_ms(detectors: list[OnnxDetector], rounds: int) -> list[float]:
@@ -176,6 +154,7 @@ def score_scenes(
     scenes: int,
     split: Split,
     options: SceneOptions = GENERATOR_MIX,
+    real: Sequence[RealImage] = (),
 ) -> dict[Path, SceneScores]:
     """Every model on the same ``scenes`` mixed and look-alike-only scenes of ``split``.
 
@@ -193,11 +172,11 @@ def score_scenes(
         return found
 
     positives = 0
-    for image, truth, ignore in held_out("mixed", scenes, split, options):
+    for image, truth, ignore in held_out("mixed", scenes, split, options, real):
         positives += len(truth)
         for path in detectors:
             scored[path] += match(timed(path, image), truth, ignore)
-    for image, _, _ in held_out("negative", scenes, split, options):
+    for image, _, _ in held_out("negative", scenes, split, options, real):
         for path in detectors:
             worst[path].append(max((d.score for d in timed(path, image)), default=0.0))
     return {p: SceneScores(scored[p], positives, worst[p], spent[p]) for p in detectors}
@@ -232,11 +211,14 @@ def shifted(image: ImageBGR, boxes: Boxes, dx: int, dy: int) -> tuple[ImageBGR, 
 
 
 def shift_stability(
-    detectors: dict[Path, OnnxDetector], scenes: int, options: SceneOptions = GENERATOR_MIX
+    detectors: dict[Path, OnnxDetector],
+    scenes: int,
+    options: SceneOptions = GENERATOR_MIX,
+    real: Sequence[RealImage] = (),
 ) -> dict[Path, ShiftStability]:
     """Each model on every shift of the held-out scenes with 福: its best score on each 福."""
     best: dict[Path, list[npt.NDArray[np.float64]]] = {p: [] for p in detectors}
-    for image, truth, _ in held_out("mixed", scenes, "eval", options):
+    for image, truth, _ in held_out("mixed", scenes, "eval", options, real):
         if not len(truth):
             continue
         views = [shifted(image, truth, dx, dy) for dx, dy in SHIFTS]
@@ -286,11 +268,16 @@ def curve_detectors(cards: list[ModelCard]) -> dict[Path, OnnxDetector]:
 
 
 def evaluate(
-    cards: list[ModelCard], scenes: int, latency_runs: int, options: SceneOptions = GENERATOR_MIX
+    cards: list[ModelCard],
+    scenes: int,
+    latency_runs: int,
+    options: SceneOptions = GENERATOR_MIX,
+    real: Sequence[RealImage] = (),
 ) -> dict[Path, Result]:
-    """Run every model in ``cards`` over the same held-out scenes; see the module docstring."""
+    """Run every model in ``cards`` over the same held-out scenes (or stills of ``real``
+    pictures); see the module docstring."""
     detectors = curve_detectors(cards)
-    scores = score_scenes(detectors, scenes, "eval", options)
+    scores = score_scenes(detectors, scenes, "eval", options, real)
     latencies = median_latencies_ms(list(detectors.values()), latency_runs)
     results = {}
     for (path, detector), latency in zip(detectors.items(), latencies, strict=True):
@@ -352,15 +339,29 @@ def format_table(cards: list[ModelCard], results: dict[Path, Result]) -> str:
     return model_table(columns, cards, row)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="run.py eval-model", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--models-dir",
+        type=Path,
+        default=MODELS_DIR,
+        help="where the cards are (default: the shipped ones)",
     )
-    parser.add_argument("--models-dir", type=Path, default=MODELS_DIR)
-    parser.add_argument("--tiers", nargs="+", default=["s", "m", "l"])
-    parser.add_argument("--precisions", nargs="+", default=["fp32", "int8"])
+    parser.add_argument(
+        "--tiers", nargs="+", default=["s", "m", "l"], help="tiers to evaluate (%(default)s)"
+    )
+    parser.add_argument(
+        "--precisions",
+        nargs="+",
+        default=["fp32", "int8"],
+        help="precisions to evaluate (%(default)s)",
+    )
     parser.add_argument("--scenes", type=int, default=400, help="held-out scenes of each kind")
-    parser.add_argument("--latency-runs", type=int, default=100)
+    parser.add_argument(
+        "--latency-runs",
+        type=int,
+        default=100,
+        help="timed runs of each network alone (default: %(default)s)",
+    )
     parser.add_argument("--write-cards", action="store_true", help="store the numbers in the cards")
     parser.add_argument(
         "--pick-thresholds",
@@ -375,13 +376,35 @@ def main(argv: list[str] | None = None) -> int:
         help=f"also: each 福 in the held-out scenes moved by {len(SHIFTS) - 1} sub-stride "
         "shifts; how often its detection flickers (found in some shifts, missed in others)",
     )
+    parser.add_argument(
+        "--real-dir",
+        type=Path,
+        metavar="DIR",
+        help="scenes of real pictures instead: stills of DIR/pos (福) and DIR/neg (others) "
+        "held up to a camera (see run.py eval-real); measured, never written into cards",
+    )
     add_scene_arguments(parser)  # the training options: a 福 cut too far counts neither way
-    argv = sys.argv[1:] if argv is None else argv
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     options = scene_options(args)
     if options != GENERATOR_MIX and (args.write_cards or args.pick_thresholds is not None):
-        parser.error("cards hold numbers of the generator's own mix: no scene options with them")
-    command = shlex.join(["python", "run.py", "eval-model", *argv])
+        raise UsageError(
+            "cards hold numbers of the generator's own mix: no scene options with them"
+        )
+    real: Sequence[RealImage] = ()
+    if args.real_dir is not None:
+        if args.write_cards or args.pick_thresholds is not None or options != GENERATOR_MIX:
+            raise UsageError(
+                "--real-dir measures: no --write-cards, --pick-thresholds or scene options"
+            )
+        from evals.real_scenes import load_set
+
+        try:
+            real = load_set(args.real_dir)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+    command = shlex.join(["python", "run.py", *args.argv])
     cards = [
         c
         for c in list_cards(args.models_dir)
@@ -406,10 +429,10 @@ def main(argv: list[str] | None = None) -> int:
         cards = [read_card(card.path) for card in cards]
         # The picks are written, not only printed: say so, since these may be the shipped cards.
         print(f"(thresholds written into {len(cards)} card(s) in {args.models_dir})")
-    results = evaluate(cards, args.scenes, args.latency_runs, options)
+    results = evaluate(cards, args.scenes, args.latency_runs, options, real)
     print(format_table(cards, results))
     if args.shift_stability:
-        stability = shift_stability(curve_detectors(cards), args.scenes, options)
+        stability = shift_stability(curve_detectors(cards), args.scenes, options, real)
         print(
             f"\nunder small shifts ({len(SHIFTS)} positions, up to 3 px, of the same scenes): "
             "flicker = found at the threshold in some, missed in others, of those found at all; "
@@ -422,7 +445,3 @@ def main(argv: list[str] | None = None) -> int:
             metrics |= {"scenes": args.scenes, "frame": f"{FRAME_WIDTH}x{FRAME_HEIGHT}"}
             update_card(card.path, metrics=metrics, provenance={"metrics_command": command})
     return 0
-
-
-if __name__ == "__main__":
-    main()
