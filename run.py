@@ -37,6 +37,8 @@ OWN_PARSERS = {
         "detectors.objects.evaluate",
         "object scan on synthetic clips: precision, recall, cost per frame",
     ),
+    "cluster": ("cluster.launch", "on loopback: Redis + HAProxy + 3 servers behind one URL"),
+    "capacity": ("cluster.capacity", "cores, hosts, network and Redis load of a campaign peak"),
 }
 """Commands whose module parses its own options: ``run.py NAME --help`` is that module's help."""
 
@@ -113,6 +115,26 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         metavar="DIR",
         help="registered scan targets (default: $FUSCAN_TARGETS or ~/.local/share/fuscan/targets)",
+    )
+    serve.add_argument(
+        "--redis",
+        default=os.environ.get("FUSCAN_REDIS"),
+        metavar="URL",
+        help="share scan targets and per-client session counts with every server given this "
+        "Redis (redis://HOST:PORT/DB or unix:///PATH; default: $FUSCAN_REDIS; none)",
+    )
+    serve.add_argument(
+        "--announce-ip",
+        metavar="ADDRESS",
+        help="behind NAT: the address clients reach this host's media at, put in the "
+        "answer's ICE candidates (default: the host's own addresses)",
+    )
+    serve.add_argument(
+        "--forwarded-allow-ips",
+        default="",
+        metavar="ADDRS",
+        help="comma-separated proxies (addresses or networks) whose X-Forwarded-For names "
+        "the client, for the per-client limit behind a balancer (default: none)",
     )
 
     replay = sub.add_parser("replay", help="run recorded videos through the session pipeline")
@@ -192,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         from stream.server import serve as run_server
 
+        if args.redis and args.targets:
+            parser.error("--targets and --redis exclude each other: targets live in one place")
         config = ServerConfig(
             default_profile=args.profile,
             max_sessions=args.max_sessions,
@@ -201,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
             ice_timeout_s=args.ice_timeout,
             ice_servers=tuple(args.ice_server),
             max_video_kbps=args.max_video_kbps,
+            announce_ip=args.announce_ip,
+            forwarded_allow=tuple(filter(None, args.forwarded_allow_ips.split(","))),
         )
         run_server(
             args.host,
@@ -211,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
             args.cert,
             args.key,
             targets=args.targets,
+            redis_url=args.redis,
         )
         return 0
     if args.command == "targets":

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from stream.leases import ClientLeases, Lease
+
 GUARDED_PATHS = ("/offer", "/ws", "/targets")
 SHUTTING_DOWN = "the server is shutting down"
 """Why sessions end, and new ones are refused, once the server's shutdown has begun."""
@@ -34,6 +36,10 @@ class ServerConfig:
         max_video_kbps: the most video a WebRTC client is asked to send, kbit/s (SDP
             ``b=AS`` and REMB, :mod:`stream.bitrate`); 0: no limit. 500 is a third of what a
             browser sends of a 640x480 camera, at the same per-frame recall.
+        announce_ip: the address clients reach this server's media at (behind NAT or a
+            balancer): the answer's ICE candidates carry it (:mod:`stream.announce`).
+        forwarded_allow: addresses or networks of proxies whose ``X-Forwarded-For`` names
+            the client (:mod:`stream.forwarded`); empty: the peer address is the client.
     """
 
     default_profile: str = "host"
@@ -44,6 +50,8 @@ class ServerConfig:
     ice_timeout_s: float = 15.0
     ice_servers: tuple[str, ...] = ()
     max_video_kbps: int = 500
+    announce_ip: str | None = None
+    forwarded_allow: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -53,11 +61,14 @@ class Ticket:
     admission: Admission
     client: str
     released: bool = False
+    lease: Lease | None = None
 
     def release(self) -> None:
         if not self.released:
             self.released = True
             self.admission.give_back(self.client)
+            if self.lease is not None:
+                self.lease.release()
 
 
 @dataclass(slots=True)
@@ -65,6 +76,8 @@ class Admission:
     max_total: int
     max_per_client: int
     open: Counter[str] = field(default_factory=Counter)
+    shared: ClientLeases | None = None
+    """Counts each client's sessions over every server of a cluster (``serve --redis``)."""
 
     @property
     def total(self) -> int:
@@ -78,6 +91,18 @@ class Admission:
             return f"too many sessions from {client} ({self.max_per_client})"
         self.open[client] += 1
         return Ticket(self, client)
+
+    async def enter(self, client: str) -> Ticket | str:
+        """:meth:`admit`, then, with :attr:`shared`, one of the client's slots in the cluster."""
+        ticket = self.admit(client)
+        if isinstance(ticket, str) or self.shared is None:
+            return ticket
+        lease = await self.shared.acquire(client, self.max_per_client)
+        if lease is None:
+            ticket.release()
+            return f"too many sessions from {client} ({self.max_per_client})"
+        ticket.lease = lease
+        return ticket
 
     def give_back(self, client: str) -> None:
         self.open[client] -= 1

@@ -23,7 +23,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from detectors.objects import TargetError, TargetRegistry, default_dir
 from hw_sim import PROFILES, get_profile
 from stream.admission import Admission, ServerConfig, guard_middleware
+from stream.announce import check_announce_ip, wildcard_addresses
+from stream.forwarded import forwarded_middleware, proxy_networks
+from stream.leases import ClientLeases
 from stream.pipelines import Pipelines, SessionOptions
+from stream.probes import add_probes
 from stream.tls import DEFAULT_TLS_DIR, lan_addresses, self_signed_certificate, server_context
 from stream.webrtc import WebRtcGateway, check_ice_server
 from stream.ws_api import WebsocketApi
@@ -56,10 +60,13 @@ class RedactingAccessLogger(AccessLogger):
         ]
 
 
-def build_app(pipelines: Pipelines, config: ServerConfig | None = None) -> web.Application:
+def build_app(
+    pipelines: Pipelines, config: ServerConfig | None = None, leases: ClientLeases | None = None
+) -> web.Application:
+    """The server's routes; ``leases`` count each client's sessions over a cluster."""
     config = config or ServerConfig()
     default_profile = config.default_profile
-    admission = Admission(config.max_sessions, config.max_sessions_per_client)
+    admission = Admission(config.max_sessions, config.max_sessions_per_client, shared=leases)
     gateway = WebRtcGateway(pipelines, config, admission)
     api = WebsocketApi(pipelines, config, admission)
 
@@ -82,7 +89,10 @@ def build_app(pipelines: Pipelines, config: ServerConfig | None = None) -> web.A
         await asyncio.gather(gateway.close_all(), api.close_all())
         pipelines.shutdown()
 
-    app = web.Application(middlewares=[guard_middleware(config)])
+    middlewares = [guard_middleware(config)]
+    if config.forwarded_allow:
+        middlewares.insert(0, forwarded_middleware(proxy_networks(config.forwarded_allow)))
+    app = web.Application(middlewares=middlewares)
     app[GATEWAY] = gateway
     app[ADMISSION] = admission
     app[WEBSOCKETS] = api
@@ -92,6 +102,7 @@ def build_app(pipelines: Pipelines, config: ServerConfig | None = None) -> web.A
     app.router.add_get("/ws", api.handle)
     app.router.add_get("/metrics", metrics_page)
     app.router.add_static("/static/", WEB_ROOT)
+    add_probes(app, admission, lambda: gateway.shutting_down or api.shutting_down)
     app.on_shutdown.append(on_shutdown)
     return app
 
@@ -115,15 +126,21 @@ def serve(
     cert: Path | None = None,
     key: Path | None = None,
     targets: Path | None = None,
+    redis_url: str | None = None,
 ) -> None:
     """Run the server until interrupted. ``https`` uses ``cert``/``key`` or a self-signed pair.
 
-    ``targets`` is the folder of registered scan targets (default: :func:`default_dir`).
+    ``targets`` is the folder of registered scan targets (default: :func:`default_dir`);
+    ``redis_url``: targets and per-client session counts live there, shared by every server
+    given the same URL (:mod:`stream.redis_state`).
     A wrong flag, or an address that cannot be listened on, ends the process with one line
     on stderr (status 2, as argparse, for a flag; 1 for the address).
     """
     loopback = _check_arguments(host, port, config, cert, key)
-    if loopback:
+    if config.announce_ip:
+        announced = wildcard_addresses(config.announce_ip)
+        aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: announced
+    elif loopback:
         aioice.ice.get_host_addresses = loopback_host_addresses
     context = None
     if https or cert:
@@ -134,11 +151,24 @@ def serve(
             context = server_context(cert, key)
         except OSError as exc:  # a missing file, or one that is not PEM (ssl.SSLError)
             _exit(f"--cert {cert} / --key {key}: {exc}")
-    try:
-        registry = TargetRegistry.open(targets or default_dir())
-    except TargetError as exc:
-        _exit(f"--targets: {exc}")
-    app = build_app(Pipelines.from_models(precision, targets=registry), config)
+    shared = None
+    if redis_url is not None:
+        from stream.redis_state import SharedState  # imports redis-py: only when asked for
+
+        try:
+            shared = SharedState.open(redis_url)
+        except TargetError as exc:
+            _exit(f"--redis {redis_url}: {exc}", status=1)
+        registry = shared.registry
+    else:
+        try:
+            registry = TargetRegistry.open(targets or default_dir())
+        except TargetError as exc:
+            _exit(f"--targets: {exc}")
+    pipelines = Pipelines.from_models(precision, targets=registry)
+    app = build_app(pipelines, config, shared.leases if shared else None)
+    if shared is not None:
+        app.cleanup_ctx.append(shared.lifetime)
     scheme = "https" if context else "http"
     shown = [host] if host not in ("0.0.0.0", "::") else ["127.0.0.1", *lan_addresses()]
     try:
@@ -215,6 +245,15 @@ def _check_arguments(
             check_ice_server(url)
         except ValueError as exc:
             _exit(f"--ice-server {url}: {exc}")
+    if config.announce_ip:
+        try:
+            check_announce_ip(config.announce_ip)
+        except ValueError as exc:
+            _exit(f"--announce-ip {config.announce_ip}: {exc}")
+    try:
+        proxy_networks(config.forwarded_allow)
+    except ValueError as exc:
+        _exit(f"--forwarded-allow-ips: {exc}")
     if len(config.ice_servers) > 1:  # aiortc would use the first and ignore the others
         _exit(f"--ice-server: aiortc uses one STUN server, not {len(config.ice_servers)}")
     try:

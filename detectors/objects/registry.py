@@ -4,6 +4,10 @@ Registering builds a new immutable :class:`TargetIndex` and swaps it in; a
 ``detect`` running in another thread keeps the index it started with, so
 recognition never waits for a registration and never sees half of one.
 Writes (disk and swap) are serialised by one lock.
+
+Where targets persist is a :class:`TargetBackend`: a folder (:class:`TargetStore`), or a
+database that several servers share (``stream.redis_state``), whose changes by
+other servers :meth:`TargetRegistry.reload` takes in.
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from detectors.core import Detections, ImageBGR
-from detectors.objects.features import TargetError, reference_features
+from detectors.objects.features import Features, TargetError, reference_features
 from detectors.objects.index import TIER, MatchConfig, Target, TargetIndex
 from detectors.objects.store import TargetStore, check_name
 
@@ -37,22 +42,50 @@ class TargetInfo:
         return {"name": self.name, "images": self.images, "keypoints": self.keypoints}
 
 
+class TargetBackend(Protocol):
+    """Where a registry's targets persist. Calls come from one thread at a time."""
+
+    def load_targets(self) -> list[Target]:
+        """Every readable target (unreadable ones are logged and skipped).
+
+        Raises:
+            TargetError: ``store_unavailable`` when the backend cannot be reached.
+        """
+        ...
+
+    def save(
+        self, name: str, images: list[ImageBGR], views: tuple[Features, ...], replace: bool
+    ) -> object:
+        """Store target ``name``.
+
+        Raises:
+            TargetError: ``target_exists`` (another server stored ``name`` and not
+                ``replace``), ``store_unavailable``.
+            OSError: the backend refused the write.
+        """
+        ...
+
+    def remove(self, name: str) -> None:
+        """Delete target ``name``; raises as :meth:`save`."""
+        ...
+
+
 def _info(target: Target) -> TargetInfo:
     return TargetInfo(target.name, len(target.views), sum(len(v) for v in target.views))
 
 
 class TargetRegistry:
-    """Registered targets, optionally persisted in a :class:`TargetStore`; a thread-safe Detector.
+    """Registered targets, optionally persisted in a :class:`TargetBackend`; a thread-safe Detector.
 
     Args:
-        store: where targets live on disk; ``None`` keeps them in memory only.
+        store: where targets persist; ``None`` keeps them in memory only.
         config: recognition thresholds.
         max_targets: registrations beyond this are refused.
     """
 
     def __init__(
         self,
-        store: TargetStore | None = None,
+        store: TargetBackend | None = None,
         config: MatchConfig | None = None,
         max_targets: int = MAX_TARGETS,
     ) -> None:
@@ -60,10 +93,10 @@ class TargetRegistry:
         self.config = config or MatchConfig()
         self.max_targets = max_targets
         self._write = threading.Lock()
-        targets = [s.target for s in store.load_all()] if store is not None else []
+        targets = store.load_targets() if store is not None else []
         self._index = TargetIndex(targets[:max_targets], self.config)
         if targets:
-            log.info("loaded %d scan targets from %s", len(targets), store and store.root)
+            log.info("loaded %d scan targets from %s", len(targets), store)
 
     @classmethod
     def open(cls, folder: Path, config: MatchConfig | None = None) -> TargetRegistry:
@@ -103,7 +136,7 @@ class TargetRegistry:
         with self._write:
             self._check_room(name, replace)
             if self.store is not None:
-                self.store.save(name, list(images), views)
+                self.store.save(name, list(images), views, replace)
             kept = [t for t in self._index.targets if t.name != name]
             self._index = TargetIndex([*kept, target], self.config)
         return _info(target)
@@ -117,6 +150,18 @@ class TargetRegistry:
                 self.store.remove(name)
             kept = [t for t in self._index.targets if t.name != name]
             self._index = TargetIndex(kept, self.config)
+
+    def reload(self) -> None:
+        """Take in the store's targets as they are now (another server changed them).
+
+        Raises:
+            TargetError: ``store_unavailable``; the targets loaded before stay.
+        """
+        if self.store is None:
+            return
+        with self._write:  # a registration here lands either before or after, never lost
+            targets = self.store.load_targets()
+            self._index = TargetIndex(targets[: self.max_targets], self.config)
 
     def _check_room(self, name: str, replace: bool) -> None:
         names = self._index.names

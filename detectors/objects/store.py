@@ -16,6 +16,7 @@ cached features made by another feature version are recomputed from the photos.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -92,6 +93,10 @@ class TargetStore:
             raise TargetError("bad_folder", f"{existing} is a file, not a targets folder")
         self.root = root
 
+    def load_targets(self) -> list[Target]:
+        """Every readable target (:class:`detectors.objects.registry.TargetBackend`)."""
+        return [stored.target for stored in self.load_all()]
+
     def load_all(self) -> list[StoredTarget]:
         """Every readable target, by name; unreadable folders are logged and skipped."""
         if not self.root.is_dir():
@@ -133,15 +138,24 @@ class TargetStore:
             _write_json(folder / "target.json", meta)
         return StoredTarget(Target(name, views), len(images), folder)
 
-    def save(self, name: str, images: list[ImageBGR], views: tuple[Features, ...]) -> Path:
-        """Write (or replace) target ``name`` atomically; returns its folder."""
+    def save(
+        self, name: str, images: list[ImageBGR], views: tuple[Features, ...], replace: bool = True
+    ) -> Path:
+        """Write (or, with ``replace``, replace) target ``name`` atomically; returns its folder.
+
+        Raises:
+            TargetError: ``target_exists`` when the folder holds ``name`` and not ``replace``
+                (another process registered it since this one loaded the folder).
+        """
+        if not replace and (self.root / name).exists():
+            raise TargetError("target_exists", f"a target named {name!r} exists (replace it?)")
         self.root.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=self.root))
         try:
             files = []
             for i, image in enumerate(images):
                 file = f"ref-{i}.png"
-                _write_image(staging / file, _shrink(image))
+                (staging / file).write_bytes(encode_photo(image))
                 files.append(file)
             _write_features(staging, views)
             meta = {"format": FORMAT, "name": name, "images": files, "features": FEATURE_VERSION}
@@ -164,26 +178,30 @@ class TargetStore:
         shutil.rmtree(self.root / name)
 
 
-def _shrink(image: ImageBGR) -> ImageBGR:
+def encode_photo(image: ImageBGR) -> bytes:
+    """A reference photo as stored: PNG, shrunk to :data:`STORED_SIDE` on its longer side."""
     scale = STORED_SIDE / max(image.shape[:2])
-    if scale >= 1:
-        return image
-    return np.asarray(cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA))
+    if scale < 1:
+        image = np.asarray(
+            cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        )
+    ok, blob = cv2.imencode(".png", image)
+    if not ok:
+        raise OSError("cannot encode a reference photo as PNG")
+    return bytes(blob.tobytes())
 
 
-def _read_image(path: Path) -> ImageBGR:
-    data = np.fromfile(str(path), np.uint8)
-    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+def decode_photo(data: bytes, name: str) -> ImageBGR:
+    """A stored reference photo; raises ``ValueError`` naming ``name`` when it is not one."""
+    array = np.frombuffer(data, np.uint8)
+    image = cv2.imdecode(array, cv2.IMREAD_COLOR) if array.size else None
     if image is None:
-        raise ValueError(f"cannot read image {path.name}")
+        raise ValueError(f"cannot read image {name}")
     return np.asarray(image, np.uint8)
 
 
-def _write_image(path: Path, image: ImageBGR) -> None:
-    ok, blob = cv2.imencode(".png", image)
-    if not ok:
-        raise OSError(f"cannot encode {path.name}")
-    path.write_bytes(blob.tobytes())
+def _read_image(path: Path) -> ImageBGR:
+    return decode_photo(path.read_bytes(), path.name)
 
 
 def _write_json(path: Path, value: dict[str, object]) -> None:
@@ -192,20 +210,36 @@ def _write_json(path: Path, value: dict[str, object]) -> None:
     tmp.replace(path)
 
 
-def _write_features(folder: Path, views: tuple[Features, ...]) -> None:
+def pack_features(views: tuple[Features, ...]) -> bytes:
+    """``views`` as one ``.npz`` blob (:func:`unpack_features` reads it back)."""
     arrays: dict[str, np.ndarray] = {}
     for i, view in enumerate(views):
         arrays[f"points_{i}"] = view.points
         arrays[f"descriptors_{i}"] = view.descriptors
         arrays[f"size_{i}"] = np.array([view.width, view.height], np.int32)
-    with (folder / "features.npz").open("wb") as out:
-        np.savez(out, allow_pickle=False, **arrays)
+    out = io.BytesIO()
+    np.savez(out, allow_pickle=False, **arrays)
+    return out.getvalue()
+
+
+def _write_features(folder: Path, views: tuple[Features, ...]) -> None:
+    (folder / "features.npz").write_bytes(pack_features(views))
 
 
 def _read_features(path: Path, count: int) -> tuple[Features, ...] | None:
-    """Cached views, or ``None`` when the cache is missing or does not fit (then recompute)."""
     try:
-        with np.load(path, allow_pickle=False) as data:
+        data = path.read_bytes()
+    except OSError as exc:
+        log.warning("feature cache %s unreadable (%s): recomputing", path, exc)
+        return None
+    return unpack_features(data, count, str(path))
+
+
+def unpack_features(blob: bytes, count: int, source: str) -> tuple[Features, ...] | None:
+    """``count`` views from a :func:`pack_features` blob, or ``None`` when it is damaged or
+    does not fit (then recompute them from the photos); ``source`` names it in the log."""
+    try:
+        with np.load(io.BytesIO(blob), allow_pickle=False) as data:
             views = []
             for i in range(count):
                 points = np.asarray(data[f"points_{i}"], np.float32)
@@ -216,5 +250,5 @@ def _read_features(path: Path, count: int) -> tuple[Features, ...] | None:
                 views.append(Features(points, descriptors, width, height))
             return tuple(views)
     except Exception as exc:  # BadZipFile, EOFError, OSError, KeyError...: recompute
-        log.warning("feature cache %s unreadable (%s): recomputing", path, exc)
+        log.warning("feature cache %s unreadable (%s): recomputing", source, exc)
         return None
