@@ -6,13 +6,16 @@ IP) clients cannot reach those. As mediasoup's ``announcedIp`` and Janus's ``nat
 do, the server then gathers one host candidate per peer on the wildcard address (so the
 NAT's forwarded packets arrive whichever interface they come in on) and the answer names
 ``ADDRESS`` instead, with the same port: the media of a session goes to the server that
-answered its offer, never through the signalling balancer.
+answered its offer, never through the signalling balancer. An ``ADDRESS`` of this host
+itself (one of several interfaces) is where the candidates are gathered, and nothing
+needs rewriting.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
+import socket
 
 _HOST_CANDIDATE = re.compile(
     r"^(a=candidate:\S+ \d+ udp \d+ )(\S+)( \d+ typ host\b.*)$", re.IGNORECASE | re.MULTILINE
@@ -28,10 +31,18 @@ def check_announce_ip(address: str) -> str:
     return str(ip)
 
 
-def wildcard_addresses(announce_ip: str) -> list[str]:
-    """Where to gather host candidates when announcing ``announce_ip``: the wildcard address
-    of its family (stands in for ``aioice.ice.get_host_addresses``)."""
-    return ["::" if ipaddress.ip_address(announce_ip).version == 6 else "0.0.0.0"]
+def gather_addresses(announce_ip: str) -> list[str]:
+    """Where to gather host candidates when announcing ``announce_ip`` (stands in for
+    ``aioice.ice.get_host_addresses``): that address itself when this host has it (one of
+    several interfaces), else the wildcard address of its family (behind NAT)."""
+    ip = ipaddress.ip_address(announce_ip)
+    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.bind((announce_ip, 0))
+    except OSError:  # not this host's: packets come in through the NAT on any interface
+        return ["::" if ip.version == 6 else "0.0.0.0"]
+    return [announce_ip]
 
 
 def announce_address(sdp: str, announce_ip: str) -> str:

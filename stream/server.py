@@ -23,7 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from detectors.objects import TargetError, TargetRegistry, default_dir
 from hw_sim import PROFILES, get_profile
 from stream.admission import Admission, ServerConfig, guard_middleware
-from stream.announce import check_announce_ip, wildcard_addresses
+from stream.announce import check_announce_ip, gather_addresses
 from stream.forwarded import forwarded_middleware, proxy_networks
 from stream.leases import ClientLeases
 from stream.pipelines import Pipelines, SessionOptions
@@ -138,7 +138,7 @@ def serve(
     """
     loopback = _check_arguments(host, port, config, cert, key)
     if config.announce_ip:
-        announced = wildcard_addresses(config.announce_ip)
+        announced = gather_addresses(config.announce_ip)
         aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: announced
     elif loopback:
         aioice.ice.get_host_addresses = loopback_host_addresses
