@@ -10,6 +10,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 from fractions import Fraction
 
 import aiohttp
@@ -22,7 +23,7 @@ from schema import checked, receive_until
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from cluster.launch import running_cluster
+from cluster.launch import haproxy_config, running_cluster
 from stream.server import loopback_host_addresses
 
 ANNOUNCED = "127.0.0.2"
@@ -178,3 +179,12 @@ async def test_a_session_whose_server_is_killed_reconnects_to_another_and_goes_o
                     break
             await asyncio.sleep(0.5)
     assert await targets(url) == before
+
+
+def test_the_generated_balancer_configuration_is_one_haproxy_accepts(tmp_path):
+    config = tmp_path / "haproxy.cfg"
+    servers = [("127.0.0.1", 8081), ("127.0.0.1", 8082), ("127.0.0.1", 8083)]
+    config.write_text(haproxy_config("127.0.0.1:8080", servers))
+    checked = subprocess.run(["haproxy", "-c", "-f", str(config)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert config.read_text().count("    server s") == 3
