@@ -57,10 +57,6 @@ class HostCounter:
         """A fresh table of ``slots`` free slots at ``path`` (replacing any)."""
         path.write_bytes(bytes(_ROW.itemsize * max(1, slots)))
 
-    @property
-    def slots(self) -> int:
-        return len(self._rows)
-
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         fcntl.flock(self._fd, fcntl.LOCK_EX)
@@ -74,7 +70,7 @@ class HostCounter:
         with self._locked():
             pids, clients = self._rows["pid"], self._rows["client"]
             taken = pids != 0
-            if int(taken.sum()) >= min(max_total, self.slots):
+            if int(taken.sum()) >= min(max_total, len(self._rows)):
                 return "full"
             if int((taken & (clients == key)).sum()) >= max_per_client:
                 return "client"
@@ -92,10 +88,6 @@ class HostCounter:
 
     def total(self) -> int:
         return int(np.count_nonzero(self._rows["pid"]))
-
-    def held_by(self, pid: int) -> int:
-        """Slots that process ``pid`` holds."""
-        return int(np.count_nonzero(self._rows["pid"] == pid))
 
     def reclaim(self, pid: int) -> int:
         """Free every slot of process ``pid`` (it has died); how many there were."""

@@ -26,9 +26,7 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 # livesum: the sessions of the workers alive now (a dead worker's files are dropped).
-SESSIONS = Gauge(
-    "fuscan_sessions", "Sessions open now", ["transport"], multiprocess_mode="livesum"
-)
+SESSIONS = Gauge("fuscan_sessions", "Sessions open now", ["transport"], multiprocess_mode="livesum")
 REFUSED = Counter("fuscan_sessions_refused_total", "Sessions refused by admission control")
 FRAMES = Counter("fuscan_frames_processed_total", "Frames processed", ["transport"])
 DROPPED = Counter("fuscan_frames_dropped_total", "Frames dropped by busy sessions", ["transport"])
@@ -60,5 +58,5 @@ def exposition() -> bytes:
     if not os.environ.get(MULTIPROC_ENV):
         return generate_latest()
     registry = CollectorRegistry()
-    MultiProcessCollector(registry)
+    MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     return generate_latest(registry)

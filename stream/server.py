@@ -100,7 +100,9 @@ def build_app(
         return web.json_response(listed)
 
     async def metrics_page(_: web.Request) -> web.Response:
-        return web.Response(body=metrics.exposition(), headers={"Content-Type": metrics.CONTENT_TYPE})
+        return web.Response(
+            body=metrics.exposition(), headers={"Content-Type": metrics.CONTENT_TYPE}
+        )
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"alive": True})
@@ -110,7 +112,11 @@ def build_app(
             reason: str | None = SHUTTING_DOWN
         else:
             reason = admission.full_reason if admission.full else None
-        body = {"ready": reason is None, "sessions": admission.total, "max_sessions": admission.max_total}
+        body: dict[str, object] = {
+            "ready": reason is None,
+            "sessions": admission.total,
+            "max_sessions": admission.max_total,
+        }
         if reason is not None:
             body["reason"] = reason
         return web.json_response(body, status=200 if reason is None else 503)
@@ -253,7 +259,7 @@ def serve_workers(
             freed = counter.reclaim(pid)
             if freed:
                 log.info("worker pid %d ended holding %d session slots: freed", pid, freed)
-            mark_process_dead(pid, str(runtime / METRICS_DIR))
+            mark_process_dead(pid, str(runtime / METRICS_DIR))  # type: ignore[no-untyped-call]
 
         supervisor = Supervisor(serve_worker, (spec,), workers, on_exit, WORKER_STOP_S)
         try:

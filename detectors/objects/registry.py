@@ -87,13 +87,13 @@ class TargetRegistry:
     def current(self) -> TargetIndex:
         """The index, with what other processes registered or removed since the last call
         taken in first (cheap when nothing changed: one version read)."""
-        if self.store is not None and self.store.version() != self._version:
-            # A thread already reloading (or registering) has it in hand: use what is here.
-            if self._write.acquire(blocking=False):
-                try:
-                    self._reload()
-                finally:
-                    self._write.release()
+        # A thread already reloading (or registering) has it in hand: use what is here.
+        stale = self.store is not None and self.store.version() != self._version
+        if stale and self._write.acquire(blocking=False):
+            try:
+                self._reload()
+            finally:
+                self._write.release()
         return self._index
 
     def _reload(self) -> None:

@@ -221,6 +221,10 @@ class TargetStore:
             else:
                 staging.rename(final)
             self._count_change()
+            self._loaded[name] = (
+                _stamp(final),
+                StoredTarget(Target(name, views), len(files), final),
+            )
             return final
         finally:
             shutil.rmtree(staging, ignore_errors=True)

@@ -9,7 +9,6 @@ import os
 import signal
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
 
 import aiohttp
 import psutil
@@ -185,8 +184,9 @@ async def test_a_killed_worker_is_replaced_and_its_slots_freed(server):
             await asyncio.wait_for(opened[0].recv(), WAIT_S)
         await until(lambda: len(workers(server)) == 2 and victim not in workers(server))
         kept = len([h for h in holders if h != victim])
-        status, body = await get_json(server, "/readyz")
-        assert body["sessions"] == kept  # the dead worker's slots are free again
+        assert (await get_json(server, "/readyz"))[1][
+            "sessions"
+        ] == kept  # the dead worker's slots are free again
     await until_ready(server)
     # The replacement takes sessions of its own once it is ready.
     (replacement,) = set(workers(server)) - before
