@@ -71,6 +71,13 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--profile", default="host", help="default device profile of sessions")
     serve.add_argument("--precision", default="int8", choices=["int8", "fp32"])
     serve.add_argument(
+        "--workers",
+        type=positive_int,
+        default=os.cpu_count() or 1,
+        help="worker processes sharing the port and the limits (default: one per core, "
+        "%(default)s here; 1: one process, no parent)",
+    )
+    serve.add_argument(
         "--https", action="store_true", help="TLS (self-signed unless --cert/--key): phones on LAN"
     )
     serve.add_argument("--cert", type=Path, help="PEM certificate for --https")
@@ -237,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             args.cert,
             args.key,
             targets=args.targets,
+            workers=args.workers,
             redis_url=args.redis,
         )
         return 0

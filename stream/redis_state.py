@@ -1,12 +1,15 @@
 """State that the servers of a cluster share in Redis (``serve --redis URL``).
 
-- Registered scan targets (:class:`RedisTargetStore`): one hash per stored revision of a
-  target (its metadata, features and reference photos), an index hash name -> revision, and
-  a version counter that every change increments in the same transaction and announces on a
-  pub/sub channel. Each server's :class:`TargetWatcher` thread reloads its registry when the
-  version differs from the one it loaded: at once on the announcement, and at the latest
-  :data:`POLL_S` later when the announcement was missed (a reconnect), so a registration on
-  any server is recognised on all of them within a second.
+- Registered scan targets (:class:`RedisTargetStore`, a
+  :class:`detectors.objects.store.TargetSource`): one hash per stored revision of a target
+  (its metadata, features and reference photos), an index hash name -> revision, and a
+  version counter that every change increments in the same transaction and announces on a
+  pub/sub channel. Each server's :class:`TargetWatcher` thread fetches what changed when the
+  version differs from the one it has: at once on the announcement, and at the latest
+  :data:`POLL_S` later when the announcement was missed (a reconnect). The registry then
+  sees the store's version move at its next frame and takes the fetched targets in without
+  a network call, so a registration on any server is recognised on all of them within a
+  second.
 - Sessions per client over the whole cluster (:class:`RedisLeases`): one sorted set per
   client address whose members are leases scored by their expiry (Redis's clock). A server
   renews its leases every third of :data:`LEASE_TTL_S`; the leases of a server that died
@@ -45,6 +48,7 @@ from detectors.objects.features import Features, reference_features
 from detectors.objects.store import (
     FEATURE_VERSION,
     FORMAT,
+    StoredTarget,
     check_name,
     decode_photo,
     encode_photo,
@@ -132,25 +136,45 @@ def _reachable() -> Iterator[None]:
 
 
 class RedisTargetStore:
-    """The targets of every server, in Redis: a :class:`detectors.objects.registry.TargetBackend`.
+    """The targets of every server, in Redis: a :class:`detectors.objects.store.TargetSource`.
 
-    Keeps what it loaded, by revision, so that a reload fetches only the targets that changed.
+    :meth:`version` and :meth:`load_all` answer from what :meth:`refresh` (the watcher's
+    thread) fetched last: the registry calls them per frame, and they never wait on Redis.
     """
 
     def __init__(self, client: redis.Redis, url: str) -> None:
         self.redis = client
         self.url = url
         self._loaded: dict[str, tuple[str, Target]] = {}  # name -> (revision, target)
+        self._version: bytes | None = None
 
     def __str__(self) -> str:
         return f"Redis {self.url}"
 
-    def version(self) -> int:
-        """The counter every change increments (0 before the first)."""
-        with _reachable():
-            return int(cast(bytes | None, self.redis.get(VERSION)) or 0)
+    def version(self) -> bytes | None:
+        """The version :meth:`refresh` fetched last."""
+        return self._version
 
-    def load_targets(self) -> list[Target]:
+    def load_all(self) -> list[StoredTarget]:
+        """The targets :meth:`refresh` fetched last, by name."""
+        return [
+            StoredTarget(target, len(target.views), None)
+            for _, (_, target) in sorted(self._loaded.items())
+        ]
+
+    def stored_version(self) -> bytes | None:
+        """The counter in Redis now (``None`` before the first change)."""
+        with _reachable():
+            return cast(bytes | None, self.redis.get(VERSION))
+
+    def refresh(self) -> None:
+        """Fetch the targets that changed since the last refresh, then the version read
+        before them (a change made meanwhile shows as a version still to fetch).
+
+        Raises:
+            TargetError: ``store_unavailable``; what was fetched before stays.
+        """
+        version = self.stored_version()
         with _reachable():
             index = cast(dict[bytes, bytes], self.redis.hgetall(INDEX))
             loaded: dict[str, tuple[str, Target]] = {}
@@ -168,7 +192,7 @@ class RedisTargetStore:
                 except Exception as exc:  # a bad entry is skipped, never fatal
                     log.warning("skipping target %r in Redis: %s", name, exc)
         self._loaded = loaded
-        return [target for _, (_, target) in sorted(loaded.items())]
+        self._version = version
 
     def save(
         self, name: str, images: list[ImageBGR], views: tuple[Features, ...], replace: bool
@@ -242,14 +266,13 @@ def _target(name: str, fields: dict[bytes, bytes]) -> Target:
 
 
 class TargetWatcher:
-    """A thread that keeps ``registry`` up to date with ``store``'s version (see module doc).
+    """A thread that keeps ``store`` up to date with Redis (see module doc).
 
-    :meth:`start` it once the server runs and :meth:`stop` it on shutdown; reloads happen in
-    this thread, never on the event loop.
+    :meth:`start` it once the server runs and :meth:`stop` it on shutdown; fetches happen in
+    this thread, never on the event loop or in a frame's inference.
     """
 
-    def __init__(self, registry: TargetRegistry, store: RedisTargetStore) -> None:
-        self.registry = registry
+    def __init__(self, store: RedisTargetStore) -> None:
         self.store = store
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="targets-watch", daemon=True)
@@ -262,7 +285,6 @@ class TargetWatcher:
         self._thread.join(timeout=TIMEOUT_S + POLL_S)
 
     def _run(self) -> None:
-        seen: int | None = None
         pubsub: Any = None
         reachable = True
         while not self._stop.is_set():
@@ -271,10 +293,8 @@ class TargetWatcher:
                     client: Any = self.store.redis  # redis-py leaves pubsub() untyped
                     pubsub = client.pubsub(ignore_subscribe_messages=True)
                     pubsub.subscribe(CHANNEL)
-                version = self.store.version()  # before the load: a later change shows
-                if version != seen:
-                    self.registry.reload()
-                    seen = version
+                if self.store.stored_version() != self.store.version():
+                    self.store.refresh()
                 if not reachable:
                     log.warning("Redis reachable again (%s)", self.store.url)
                     reachable = True
@@ -411,8 +431,9 @@ class SharedState:
             TargetError: ``store_unavailable`` when Redis cannot be reached now.
         """
         store = RedisTargetStore(connect(url), url)
+        store.refresh()
         registry = TargetRegistry(store)
-        return cls(registry, RedisLeases(connect_async(url)), TargetWatcher(registry, store))
+        return cls(registry, RedisLeases(connect_async(url)), TargetWatcher(store))
 
     async def lifetime(self, _: object) -> AsyncIterator[None]:
         """An aiohttp ``cleanup_ctx``: watch and renew while the server runs."""

@@ -9,13 +9,17 @@ Layout (``docs/object_scan.md``)::
         features.npz    cached keypoints and descriptors, per photo
 
 A target folder is written next to its final place and renamed into it, so a
-crash never leaves half a target under a valid name. A folder that cannot be
+crash never leaves half a target under a valid name. Every save and removal then
+counts up ``TARGETS_DIR/.version``: every process serving the folder (the workers of
+``serve --workers N``, ``run.py targets add`` beside a running server) reads that
+counter per frame, and loads what changed when it moves. A folder that cannot be
 read (missing or corrupt metadata, unreadable photo) is logged and skipped;
 cached features made by another feature version are recomputed from the photos.
 """
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import logging
@@ -23,8 +27,10 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import cv2
 import numpy as np
@@ -54,6 +60,9 @@ ENV_VAR = "FUSCAN_TARGETS"
 _NAME = re.compile(r"^[^\W_][\w\- ]{0,63}$")
 RESERVED = frozenset({"fu"})
 """Labels of the built-in detector: a target may not take them."""
+VERSION_FILE = ".version"
+"""The change counter of a targets folder (a hidden name: never a target's folder)."""
+_VERSION_WIDTH = 20
 
 
 def default_dir() -> Path:
@@ -80,11 +89,44 @@ def check_name(name: str) -> None:
 class StoredTarget:
     target: Target
     images: int
-    folder: Path
+    folder: Path | None
+    """``None``: not in a folder (a database: ``stream.redis_state``)."""
+
+
+class TargetSource(Protocol):
+    """Where registered targets live, shared by every process that serves them: the
+    :class:`TargetRegistry` of each process reads :meth:`version` per frame and, when it
+    moved, loads the set again with :meth:`load_all`."""
+
+    def version(self) -> bytes | None:
+        """A token that changes whenever any process saved or removed a target (``None``:
+        nothing written yet). Called per frame from inference threads: keep it cheap."""
+        ...
+
+    def load_all(self) -> list[StoredTarget]:
+        """Every target, by name."""
+        ...
+
+    def save(
+        self, name: str, images: list[ImageBGR], views: tuple[Features, ...], replace: bool
+    ) -> object:
+        """Write target ``name``, then move :meth:`version`.
+
+        Raises:
+            TargetError: ``target_exists`` when another process stored ``name`` and not
+                ``replace``; ``store_unavailable`` when a shared store cannot be reached.
+            OSError: the store refused the write.
+        """
+        ...
+
+    def remove(self, name: str) -> None:
+        """Delete target ``name``, then move :meth:`version`."""
+        ...
 
 
 class TargetStore:
-    """Reads and writes the targets folder. Not thread-safe: the registry serialises writes."""
+    """Reads and writes the targets folder: a :class:`TargetSource`. Writes within one
+    process are serialised by the registry; processes write different folders atomically."""
 
     def __init__(self, root: Path) -> None:
         """Raises TargetError ``bad_folder`` when ``root`` is a file or lies under one."""
@@ -92,23 +134,51 @@ class TargetStore:
         if not existing.is_dir():
             raise TargetError("bad_folder", f"{existing} is a file, not a targets folder")
         self.root = root
+        self._version_fd: int | None = None
+        self._opening = threading.Lock()
+        self._loaded: dict[str, tuple[tuple[int, ...], StoredTarget]] = {}
 
-    def load_targets(self) -> list[Target]:
-        """Every readable target (:class:`detectors.objects.registry.TargetBackend`)."""
-        return [stored.target for stored in self.load_all()]
+    def version(self) -> bytes | None:
+        """The folder's change counter, read without reopening it (one ``pread``)."""
+        if self._version_fd is None:
+            with self._opening:
+                if self._version_fd is None:
+                    try:
+                        self._version_fd = os.open(self.root / VERSION_FILE, os.O_RDONLY)
+                    except FileNotFoundError:
+                        return None
+        return os.pread(self._version_fd, _VERSION_WIDTH, 0)
+
+    def _count_change(self) -> None:
+        """Count one change in the version file (in place, under an ``flock``: concurrent
+        writers in several processes each add their one)."""
+        fd = os.open(self.root / VERSION_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            count = int(os.pread(fd, _VERSION_WIDTH, 0) or b"0")
+            os.pwrite(fd, str(count + 1).zfill(_VERSION_WIDTH).encode(), 0)
+        finally:
+            os.close(fd)  # drops the lock too
 
     def load_all(self) -> list[StoredTarget]:
-        """Every readable target, by name; unreadable folders are logged and skipped."""
+        """Every readable target, by name; unreadable folders are logged and skipped. A folder
+        unchanged since this store last loaded it is not read again."""
         if not self.root.is_dir():
             return []
         found: list[StoredTarget] = []
+        loaded: dict[str, tuple[tuple[int, ...], StoredTarget]] = {}
         for folder in sorted(self.root.iterdir()):
             if folder.name.startswith(".") or not folder.is_dir():
                 continue
             try:
-                found.append(self.load(folder))
+                stamp = _stamp(folder)
+                cached = self._loaded.get(folder.name)
+                target = cached[1] if cached and cached[0] == stamp else self.load(folder)
+                loaded[folder.name] = (_stamp(folder), target)
+                found.append(target)
             except Exception as exc:  # any bad folder is skipped, never fatal
                 log.warning("skipping target folder %s: %s", folder, exc)
+        self._loaded = loaded
         return found
 
     def load(self, folder: Path) -> StoredTarget:
@@ -169,6 +239,11 @@ class TargetStore:
                 shutil.rmtree(old, ignore_errors=True)
             else:
                 staging.rename(final)
+            self._count_change()
+            self._loaded[name] = (
+                _stamp(final),
+                StoredTarget(Target(name, views), len(files), final),
+            )
             return final
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -176,6 +251,13 @@ class TargetStore:
     def remove(self, name: str) -> None:
         check_name(name)
         shutil.rmtree(self.root / name)
+        self._count_change()
+
+
+def _stamp(folder: Path) -> tuple[int, ...]:
+    """What changes when a target folder is replaced or its metadata rewritten."""
+    meta = (folder / "target.json").stat()
+    return (meta.st_ino, meta.st_mtime_ns, meta.st_ctime_ns, meta.st_size)
 
 
 def encode_photo(image: ImageBGR) -> bytes:

@@ -29,7 +29,9 @@ def redis_server(tmp_path):
 
 
 def registry_of(server: Cluster) -> TargetRegistry:
-    return TargetRegistry(RedisTargetStore(connect(server.redis_url), server.redis_url))
+    store = RedisTargetStore(connect(server.redis_url), server.redis_url)
+    store.refresh()
+    return TargetRegistry(store)
 
 
 def until(condition, timeout: float = 10.0) -> None:
@@ -41,7 +43,7 @@ def until(condition, timeout: float = 10.0) -> None:
 
 def test_a_target_added_through_one_registry_reaches_a_watching_one(redis_server):
     here, there = registry_of(redis_server), registry_of(redis_server)
-    watcher = TargetWatcher(there, there.store)
+    watcher = TargetWatcher(there.store)
     watcher.start()
     try:
         here.add("first", [FIRST.image])
@@ -71,13 +73,13 @@ def test_while_redis_is_down_writes_are_refused_and_what_was_loaded_is_recognize
 ):
     registry = registry_of(redis_server)
     registry.add("first", [FIRST.image])
-    watcher = TargetWatcher(registry, registry.store)
+    watcher = TargetWatcher(registry.store)
     watcher.start()
     try:
         redis_server.stop_redis()
-        for write in (lambda: registry.add("second", [SECOND.image]), registry.reload):
+        for call in (lambda: registry.add("second", [SECOND.image]), registry.store.refresh):
             with pytest.raises(TargetError) as refused:
-                write()
+                call()
             assert refused.value.code == "store_unavailable"
         found = registry.detect(frame_with(FIRST.image, PERSPECTIVE)).items
         assert [d.label for d in found] == ["first"]

@@ -1,0 +1,1 @@
+"""Evaluation and benchmark harnesses: commands that measure, never imported by the server."""
