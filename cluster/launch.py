@@ -127,7 +127,11 @@ class Cluster:
 
     def start_instances(self, count: int, *serve_args: str) -> None:
         """``count`` servers sharing this Redis, started side by side."""
-        args = ("--redis", self.redis_url, "--forwarded-allow-ips", "127.0.0.1", *serve_args)
+        args = (
+            *("--redis", self.redis_url, "--forwarded-allow-ips", "127.0.0.1"),
+            *("--workers", "1"),  # several instances share this one machine already
+            *serve_args,
+        )
         with ThreadPoolExecutor(count) as pool:
             started = list(pool.map(lambda _: start_server(*args, quiet=True), range(count)))
         self.instances.extend(started)
