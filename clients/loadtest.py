@@ -385,16 +385,20 @@ async def measure_load(
     sample: float,
     phases: str = "independent",
     seed: int = 0,
+    start_at: float | None = None,
 ) -> LoadResult:
     """Stream ``ws`` websocket and ``webrtc`` WebRTC clients to ``url`` for ``duration`` s,
     their cameras' phases as :func:`stream_phases` gives them (with ``seed``); ``pid``: the
-    server process to sample (``None``: none)."""
+    server process to sample (``None``: none). ``start_at``: the ``time.monotonic()`` at which
+    to begin (it is the same clock in every process of the host), once the clip is ready."""
     aioice.ice.get_host_addresses = loopback_host_addresses  # loopback only
     images = clip_frames(fps)
     jpegs = [encode_jpeg(image) for image in images]
     clips = VideoClips(images, fps)
     streams = [StreamStats("websocket") for _ in range(ws)]
     streams += [StreamStats("webrtc") for _ in range(webrtc)]
+    if start_at is not None:
+        await asyncio.sleep(max(0.0, start_at - time.monotonic()))
     stop = time.monotonic() + duration
     samples: list[Sample] = []
     jobs = [
@@ -411,6 +415,10 @@ async def measure_load(
     return LoadResult(streams, samples, duration, me.cpu_percent())
 
 
+SHARE_LEAD_S = 3.0
+"""Seconds the client processes get to make their clips before a step's streams begin."""
+
+
 class LoadClients:
     """The processes that send a load's streams: this one (``procs`` 1), or a pool of
     ``procs`` (one Python process cannot send for a hundred streams). Use it as a context
@@ -418,8 +426,13 @@ class LoadClients:
 
     def __init__(self, procs: int = 1) -> None:
         self.procs = procs
-        spawn = multiprocessing.get_context("spawn")
-        self._pool = ProcessPoolExecutor(procs, mp_context=spawn) if procs > 1 else None
+        self._pool = None
+        if procs > 1:
+            spawn = multiprocessing.get_context("spawn")
+            self._pool = ProcessPoolExecutor(procs, mp_context=spawn)
+            # Each submit finding no idle process starts one: all start now, not mid-step.
+            for started in [self._pool.submit(time.sleep, 0.1) for _ in range(procs)]:
+                started.result()
 
     def __enter__(self) -> LoadClients:
         return self
@@ -443,17 +456,18 @@ class LoadClients:
         sampling the server; ``client_cpu`` is then the processes' sum."""
         if self._pool is None:
             return uvloop.run(measure_load(url, pid, ws, webrtc, fps, duration, sample, phases))
-        n = self.procs
+        n, start_at = self.procs, time.monotonic() + SHARE_LEAD_S
         jobs = [
             self._pool.submit(
                 _measure_share, url, ws * i // n, ws * (i + 1) // n,
-                webrtc * i // n, webrtc * (i + 1) // n, fps, duration, phases, i,
+                webrtc * i // n, webrtc * (i + 1) // n, fps, duration, phases, i, start_at,
             )
             for i in range(n)
         ]  # fmt: skip
         samples: list[Sample] = []
         if pid is not None:
-            uvloop.run(sample_process(pid, sample, time.monotonic() + duration, samples))
+            time.sleep(max(0.0, start_at - time.monotonic()))
+            uvloop.run(sample_process(pid, sample, start_at + duration, samples))
         results = [job.result() for job in jobs]
         streams = [stream for result in results for stream in result.streams]
         return LoadResult(streams, samples, duration, sum(r.client_cpu for r in results))
@@ -469,12 +483,12 @@ def _measure_share(
     duration: float,
     phases: str,
     seed: int,
+    start_at: float,
 ) -> LoadResult:
     """One pool process's share of :meth:`LoadClients.measure` (seeded apart: phases differ)."""
+    ws, webrtc = ws_to - ws_from, webrtc_to - webrtc_from
     return uvloop.run(
-        measure_load(
-            url, None, ws_to - ws_from, webrtc_to - webrtc_from, fps, duration, 0.0, phases, seed
-        )
+        measure_load(url, None, ws, webrtc, fps, duration, 0.0, phases, seed, start_at)
     )
 
 
