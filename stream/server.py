@@ -228,7 +228,7 @@ def serve(
         serve_workers(host, port, config, precision, tls, folder, loopback, workers, redis_url)
         return
     _gather_ice_addresses(config, loopback)
-    registry, shared = _open_targets(folder, redis_url)
+    registry, shared = open_targets(folder, redis_url)
     app = build_app(
         Pipelines.from_models(precision, targets=registry),
         config,
@@ -251,7 +251,7 @@ def _gather_ice_addresses(config: ServerConfig, loopback: bool) -> None:
         aioice.ice.get_host_addresses = loopback_host_addresses
 
 
-def _open_targets(folder: Path, redis_url: str | None) -> tuple[TargetRegistry, SharedState | None]:
+def open_targets(folder: Path, redis_url: str | None) -> tuple[TargetRegistry, SharedState | None]:
     """The registry of ``folder``, or with ``redis_url`` Redis's and the cluster's leases;
     ends the process with one line when either cannot be opened."""
     if redis_url is None:
@@ -333,7 +333,7 @@ def serve_worker(spec: WorkerSpec, said_ready: Connection) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     _gather_ice_addresses(spec.config, spec.loopback)
     cv2.setNumThreads(spec.threads)
-    registry, shared = _open_targets(spec.targets, spec.redis_url)
+    registry, shared = open_targets(spec.targets, spec.redis_url)
     pipelines = Pipelines.from_models(spec.precision, targets=registry, threads=spec.threads)
     counter = HostCounter(spec.runtime / SESSIONS_FILE)
     app = build_app(pipelines, spec.config, counter, shared.leases if shared else None)

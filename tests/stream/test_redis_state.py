@@ -1,15 +1,12 @@
 """Targets and session leases in a real redis-server (on a unix socket in the test's folder)."""
 
 import asyncio
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
 from object_scenes import PERSPECTIVE, covers, frame_with
 
-from clients.local_server import ROOT
 from cluster.launch import Cluster
 from detectors.objects import TargetError, TargetRegistry
 from stream.redis_state import (
@@ -19,6 +16,7 @@ from stream.redis_state import (
     connect,
     connect_async,
 )
+from stream.server import open_targets
 
 FIRST, SECOND = covers()[:2]
 
@@ -154,15 +152,12 @@ async def test_leases_granted_while_redis_was_down_are_counted_once_it_is_back(r
         await leases.close()
 
 
-def test_a_server_that_cannot_reach_redis_exits_with_one_line_before_loading_models():
-    done = subprocess.run(
-        [sys.executable, "run.py", "serve", "--workers", "1", "--redis", "unix:///no/redis.sock"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 1
-    assert done.stderr.splitlines()[-1].startswith(
+def test_a_server_that_cannot_reach_redis_exits_with_one_line_before_loading_models(
+    tmp_path, capsys
+):
+    with pytest.raises(SystemExit) as exited:
+        open_targets(tmp_path, "unix:///no/redis.sock")
+    assert exited.value.code == 1
+    assert capsys.readouterr().err.startswith(
         "run.py serve: error: --redis unix:///no/redis.sock: the shared targets store"
     )
