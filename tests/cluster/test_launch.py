@@ -11,10 +11,14 @@ import os
 import re
 import signal
 import subprocess
+import sys
+import urllib.request
 from fractions import Fraction
+from pathlib import Path
 
 import aiohttp
 import av
+import psutil
 import pytest
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription, VideoStreamTrack
 from fakes import jpeg
@@ -23,6 +27,7 @@ from schema import checked, receive_until
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from clients.local_server import ROOT
 from cluster.launch import haproxy_config, running_cluster
 from stream.server import loopback_host_addresses
 
@@ -188,3 +193,34 @@ def test_the_generated_balancer_configuration_is_one_haproxy_accepts(tmp_path):
     checked = subprocess.run(["haproxy", "-c", "-f", str(config)], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert config.read_text().count("    server s") == 3
+
+
+def test_run_py_cluster_prints_one_url_and_sigterm_stops_all_of_it():
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "run.py"), "cluster", "--port", "0", "--instances", "1"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        lines = []
+        while not (lines and lines[-1].startswith("open ")):
+            line = process.stdout.readline()
+            assert line, f"run.py cluster ended: {lines}"
+            lines.append(line)
+        url = lines[-1].split()[1]
+        assert urllib.request.urlopen(url + "readyz", timeout=10).status == 200
+        children = psutil.Process(process.pid).children(recursive=True)
+        names = {child.name() for child in children}
+        assert {"redis-server", "haproxy"} <= names
+        folder = Path(re.search(r"append-only file in (\S+)\)", "".join(lines))[1])
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+        _, alive = psutil.wait_procs(children, timeout=10)
+        assert not alive and not folder.exists()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
