@@ -57,9 +57,9 @@ def start_server(*serve_args: str, port: int | None = None, quiet: bool = False)
         RuntimeError: the process exited or did not announce its URL within ``START_TIMEOUT_S``.
     """
     workers = [] if "--workers" in serve_args else ["--workers", "1"]
+    command = [sys.executable, str(ROOT / "run.py"), "serve", "--port", str(port or 0)]
     process = subprocess.Popen(
-        [sys.executable, str(ROOT / "run.py"), "serve", "--port", str(port or 0), *workers,
-         *serve_args],  # fmt: skip
+        [*command, *workers, *serve_args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL if quiet else None,
