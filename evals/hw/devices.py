@@ -1,8 +1,6 @@
-"""What a scan feels like per device profile: ``run.py profiles`` and ``run.py eval-hw`` tables.
+"""``run.py eval-hw``: what a scan feels like per device profile.
 
-``profiles`` lists each profile with the model tier it gets and its emulated
-per-frame latency (pure computation; ``--bench`` adds this host's real
-inference time). ``eval-hw`` runs the same generated clips through a session
+It runs the same generated clips through a session
 per profile and scores what a user would see: processed frames, drops,
 latency, time to ``recognized``, event recall and precision; ``--realtime``
 then checks, in real time, that frames come out at the emulated phone's pace
@@ -11,15 +9,15 @@ and that the real-time run gives the same frames and events as the fast one.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import itertools
 import logging
 import statistics
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -27,127 +25,17 @@ import numpy.typing as npt
 from clients.replay import TimedFrames, feed
 from detectors.card import MODELS_DIR, ModelCardError
 from detectors.core import ImageBGR, iou
-from hw_sim import PROFILES, DeviceProfile, EmulatedDevice, ModelSpec, choose_model
+from detectors.synth.scenes import SceneOptions, add_scene_arguments, scene_options
+from evals.tables import fmt, percentile, table
+from evals.voting.evaluate import parse_fields
+from hw_sim import PROFILES
+from stream.cli_types import add_profiles_option, positive_int, positive_number
 from stream.pipelines import Pipelines, SessionOptions
 from stream.session import Message
-from voting.evaluate import parse_fields
 from voting.presets import make_voter
-
-if TYPE_CHECKING:  # the generator is imported where clips are made (it renders with OpenCV)
-    from detectors.synth.scenes import SceneOptions
 
 MATCH_IOU = 0.3
 """A ``recognized`` event is correct when its box overlaps a true 福 box of its frame this much."""
-SUSTAINED_S = 300.0
-
-
-# ---------------------------------------------------------------- run.py profiles
-
-
-@dataclass(frozen=True, slots=True)
-class ProfileRow:
-    profile: DeviceProfile
-    spec: ModelSpec | None
-    reason: str
-    cold_ms: float | None  # nominal, no jitter
-    close_up_ms: float | None  # nominal, a frame whose one candidate gets a close-up (two runs)
-    p50_ms: float | None  # first 300 frames back to back, jitter and heat
-    p95_ms: float | None
-    sustained_ms: float | None  # p50 after SUSTAINED_S of back-to-back frames
-    host_ms: float | None = None
-
-
-def back_to_back(
-    profile: DeviceProfile, spec: ModelSpec, seconds: float, seed: int = 0
-) -> list[tuple[float, float]]:
-    """``(start, latency)`` of frames run back to back from cold for ``seconds`` (media time)."""
-    device = EmulatedDevice(profile, spec, seed)
-    t, index, out = 0.0, 0, []
-    while t < seconds:
-        latency = device.run(index, t)
-        out.append((t, latency))
-        t += latency
-        index += 1
-    return out
-
-
-def profile_rows(specs: Sequence[ModelSpec], precision: str = "int8") -> list[ProfileRow]:
-    rows = []
-    for profile in PROFILES.values():
-        if not specs:
-            rows.append(ProfileRow(profile, None, "no model cards", None, None, None, None, None))
-            continue
-        choice = choose_model(profile, specs, host_precision=precision)
-        if not profile.emulated:
-            rows.append(
-                ProfileRow(profile, choice.spec, choice.reason, None, None, None, None, None)
-            )
-            continue
-        runs = back_to_back(profile, choice.spec, SUSTAINED_S + 10.0)
-        first = [lat * 1000 for _, lat in runs[:300]]
-        # A frame slower than the window (a profile at its slowest limits) may leave no start
-        # in it: the last frame then stands for the sustained speed.
-        late = [lat * 1000 for t, lat in runs if t >= SUSTAINED_S] or [runs[-1][1] * 1000]
-        rows.append(
-            ProfileRow(
-                profile,
-                choice.spec,
-                choice.reason + ("" if choice.fits else " (over budget)"),
-                (choice.latency or 0.0) * 1000,
-                choice.spec.nominal_latency(profile, runs=2.0) * 1000,
-                statistics.median(first),
-                percentile(first, 95),
-                statistics.median(late),
-            )
-        )
-    return rows
-
-
-def measure_host_ms(pipelines: Pipelines, spec: ModelSpec, runs: int = 20) -> float:
-    """Median real inference time of ``spec``'s detector here, on a 640x480 frame."""
-    detector = pipelines.models[spec]
-    image = np.random.default_rng(0).integers(0, 255, (480, 640, 3), dtype=np.uint8)
-    detector.detect(image)
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        detector.detect(image)
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
-
-
-def format_profiles(rows: Sequence[ProfileRow]) -> str:
-    header = [
-        "profile", "camera", "build", "GOP/s", "budget ms", "tier",
-        "cold ms", "1 close-up ms", "p50 ms", "p95 ms", f"after {SUSTAINED_S / 60:.0f} min",
-        "host ms", "why",
-    ]  # fmt: skip
-    body = []
-    for r in rows:
-        p = r.profile
-        camera = f"{p.camera_width}x{p.camera_height}@{p.camera_fps:g}" if p.emulated else "as sent"
-        body.append(
-            [
-                p.name,
-                camera,
-                r.spec.precision if r.spec else (p.precision if p.emulated else "host"),
-                f"{p.gop_s(p.int8):g}" if p.emulated else "-",
-                f"{p.budget_ms:.1f}" if p.budget_ms else "-",
-                r.spec.tier if r.spec else "-",
-                fmt(r.cold_ms),
-                fmt(r.close_up_ms),
-                fmt(r.p50_ms),
-                fmt(r.p95_ms),
-                fmt(r.sustained_ms),
-                fmt(r.host_ms),
-                r.reason,
-            ]
-        )
-    notes = [f"  {p.name}: {p.description}" for p in PROFILES.values()]
-    return table(header, body) + "\n" + "\n".join(notes)
-
-
-# ---------------------------------------------------------------- run.py eval-hw
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,50 +327,6 @@ def format_pace(rows: Sequence[PaceRow]) -> str:
     return table(header, body)
 
 
-# ---------------------------------------------------------------- helpers
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
-
-
-def fmt(value: float | None, pattern: str = "{:.1f}") -> str:
-    return "-" if value is None else pattern.format(value)
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A Markdown table, columns padded to line up in a terminal too."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    lines = [
-        "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
-        for cells in (header, ["-" * w for w in widths], *rows)
-    ]
-    return "\n".join(lines)
-
-
-def profiles_main(bench: bool) -> int:
-    from detectors.card import list_cards
-
-    cards = list_cards()
-    specs = [ModelSpec.from_card(card) for card in cards]
-    rows = profile_rows(specs)
-    if bench and specs:
-        pipelines = Pipelines.from_models()
-        try:
-            rows = [
-                row
-                if row.spec is None
-                else replace(row, host_ms=measure_host_ms(pipelines, row.spec))
-                for row in rows
-            ]
-        finally:
-            pipelines.shutdown()
-    print(format_profiles(rows))
-    if not specs:
-        print("\nno model cards in detectors/models: tiers and latencies are unknown")
-    return 0
-
-
 def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
     """``["confirm=false", "alpha=0.01"]`` as the ``balanced`` preset's overrides.
 
@@ -547,3 +391,57 @@ def eval_hw_main(
     finally:
         pipelines.shutdown()
     return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--profile",
+        action="append",
+        dest="hw_profiles",
+        metavar="NAME",
+        help="a device profile (repeatable; default: all)",
+    )
+    add_profiles_option(parser)
+    parser.add_argument(
+        "--clips", type=positive_int, default=4, help="clips with 福 (and as many without)"
+    )
+    parser.add_argument(
+        "--frames", type=positive_int, default=90, help="frames per clip (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--fps", type=positive_number, default=30.0, help="the clips' frame rate (%(default)s)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the first clip")
+    parser.add_argument("--tier", default=None, help="force this tier on every profile")
+    parser.add_argument(
+        "--models-dir",
+        type=Path,
+        default=MODELS_DIR,
+        help="the cards and models the sessions load (default: the shipped ones)",
+    )
+    parser.add_argument(
+        "--realtime", action="store_true", help="also check the real-time pace against the profile"
+    )
+    parser.add_argument(
+        "--voting",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="repeatable: an override of the balanced preset, e.g. confirm=false",
+    )
+    add_scene_arguments(parser, clips=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    return eval_hw_main(
+        args.hw_profiles or list(PROFILES),
+        args.clips,
+        args.frames,
+        args.fps,
+        args.seed,
+        args.realtime,
+        args.tier,
+        args.voting,
+        scene_options(args),
+        args.models_dir,
+    )

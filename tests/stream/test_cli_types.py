@@ -2,7 +2,7 @@ import argparse
 
 import pytest
 
-from clients.cli_types import non_negative_int, positive_int, positive_number
+from stream.cli_types import non_negative_int, positive_int, positive_number
 
 
 @pytest.mark.parametrize(

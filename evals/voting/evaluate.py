@@ -2,7 +2,7 @@
 
 Clips come from the detector noise model of :mod:`voting.simulate` (many seeds,
 hours of negative video in minutes) or, with ``--source synth``, from
-:mod:`detectors.synth` through the shipped detector (:mod:`voting.rendered`,
+:mod:`detectors.synth` through the shipped detector (:mod:`evals.voting.rendered`,
 cached). Each clip's detections are computed once and devices are emulated
 by subsampling frames in time, so every preset and every frame rate sees the
 same timeline.
@@ -46,10 +46,12 @@ import numpy.typing as npt
 
 from detectors.card import MODELS_DIR, ModelCard, ModelCardError, find_card
 from detectors.core import Box, Detector, iou, touches_edge
+from detectors.synth.scenes import add_scene_arguments, scene_options
+from evals.voting.rendered import DEFAULT_CACHE, ClipSpec, render_missing
+from stream.cli_types import UsageError
 from voting.core import VoteEvent, Voter, VoteUpdate
 from voting.evidence import ScoreModel
 from voting.presets import BASELINE, PRESETS, make_config, make_voter
-from voting.rendered import DEFAULT_CACHE, ClipSpec, render_missing
 from voting.simulate import BASE_FPS, FRAME_H, FRAME_W, FU, Clip, NoiseModel, make_sim_clip
 from voting.tracker import IouTracker
 
@@ -578,7 +580,7 @@ def synth_source(
     """Rendered clips (:mod:`detectors.synth`, posters changed by ``options``) through the
     model of ``card``."""
     from detectors.onnx_detector import OnnxDetector
-    from voting.rendered import detected_clip, synth_cache_name
+    from evals.voting.rendered import detected_clip, synth_cache_name
 
     loaded: list[Detector] = []
 
@@ -801,8 +803,7 @@ def misses_report(tallies: dict[tuple[str, float], Tally], min_view: float) -> s
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run.py eval-voting", description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--source",
         choices=["sim", "synth"],
@@ -810,7 +811,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the detector noise model, or rendered clips through the real detector (cached)",
     )
     parser.add_argument("--clips", type=int, default=1000, help="positive clips (fu and mixed)")
-    parser.add_argument("--negative-hours", type=float, default=1.0)
+    parser.add_argument(
+        "--negative-hours", type=float, default=1.0, help="hours of video without 福 (%(default)s)"
+    )
     parser.add_argument("--fps", default="30,15,8", help="device frame rates, comma-separated")
     parser.add_argument(
         "--voters",
@@ -834,7 +837,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "threshold 0.6; or one fitted on calibration clips (other seeds) per frame or per "
         "track (see calibrate)",
     )
-    parser.add_argument("--calibration-clips", type=int, default=300)
+    parser.add_argument(
+        "--calibration-clips",
+        type=int,
+        default=300,
+        help="clips a fitted --score-model is fitted on (default: %(default)s)",
+    )
     parser.add_argument(
         "--noise",
         default="",
@@ -858,8 +866,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "plainly visible, for the 'visible' column (default %(default)s)",
     )
     synth = parser.add_argument_group("rendered clips (--source synth)")
-    synth.add_argument("--tier", default="s")
-    synth.add_argument("--precision", default="int8", choices=["int8", "fp32"])
+    synth.add_argument("--tier", default="s", help="model tier (default: %(default)s)")
+    synth.add_argument(
+        "--precision",
+        default="int8",
+        choices=["int8", "fp32"],
+        help="model precision (default: %(default)s)",
+    )
     synth.add_argument("--seconds", type=float, default=4.0, help="length of each clip")
     synth.add_argument("--cache", default=str(DEFAULT_CACHE), help="detections cache; '' for none")
     synth.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="where the cards are")
@@ -875,23 +888,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         "gained or lost, wrong recognitions and repeats of each (with --jobs 2 or more, "
         "each clip is rendered once for both)",
     )
-    from detectors.synth.scenes import add_scene_arguments, scene_options
-
     add_scene_arguments(parser, clips=True)  # for --source synth
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     try:
         rates = [float(v) for v in args.fps.split(",")]
         parse_voters(args.voters, {})
         noise = parse_noise(args.noise)
         options = scene_options(args)
     except ValueError as exc:
-        parser.error(str(exc))
+        raise UsageError(str(exc)) from exc
     card = None  # the noise model has no card
     cache = Path(args.cache) if args.cache else None
     changes = options.changes()
     if args.source == "sim":
         if changes:
-            parser.error("the scene options (--glyph-fill, ...) are for --source synth")
+            raise UsageError("the scene options (--glyph-fill, ...) are for --source synth")
         source, length = sim_source(noise)
         described = f"simulated detector (voting.simulate.NoiseModel({args.noise}))"
     else:
@@ -906,11 +919,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     other = None  # --compare's card, checked before anything is rendered
     if args.compare is not None:
         if card is None or args.score_model.startswith("fit-"):
-            parser.error("--compare takes --source synth and --score-model card or fixed")
+            raise UsageError("--compare takes --source synth and --score-model card or fixed")
         try:
             other = find_card(args.tier, args.precision, args.compare)
         except ModelCardError as exc:
-            parser.error(f"--compare: {exc}")
+            raise UsageError(f"--compare: {exc}") from exc
         # Its cache is named now, as the first card's was: code edited during a long run
         # must not send the second card to another cache, where every clip renders again.
         other_source = synth_source(other, args.seconds, cache, options)
@@ -974,5 +987,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # ``python -m evals.voting.evaluate ARGS``: ``run.py eval-voting ARGS``
+    from run import main
+
+    sys.exit(main(["eval-voting", *sys.argv[1:]]))

@@ -2,9 +2,9 @@ import cv2
 import pytest
 
 from detectors.card import find_card
-from detectors.objects.evaluate import cost, register, run_clip
 from detectors.objects.index import TargetIndex
 from detectors.objects.synth import make_clip, make_products
+from evals.detectors.targets import cost, register, run_clip
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from detectors.core import Detector
 from detectors.onnx_detector import OnnxDetector
 from detectors.synth.backgrounds import PACK_ENV
 from detectors.synth.scenes import SceneOptions, make_clip
-from voting.rendered import (
+from evals.voting.rendered import (
     clip_path,
     detected_clip,
     detector_fingerprint,
@@ -51,7 +51,7 @@ def test_detector_fingerprint_changes_with_what_detections_depend_on(
 
 
 @pytest.mark.parametrize(
-    "zoom", [ZoomSpec(size=(160, 120)), ZoomSpec(extra_fills=(0.6,)), ZoomSpec(min_zoom=1.5)]
+    "zoom", [ZoomSpec(out_fill=0.5), ZoomSpec(extra_fills=(0.6,)), ZoomSpec(min_zoom=1.5)]
 )
 def test_detector_fingerprint_changes_with_how_close_ups_are_taken(tmp_path, zoom):
     default = detector_fingerprint(card_in(tmp_path, zoom=ZoomSpec()), "ort")

@@ -1,9 +1,37 @@
-"""Argument types shared by the command lines (serve, replay, client, eval-hw)."""
+"""Argument types and options shared by the commands of ``run.py`` (serve, replay, client, ...)."""
 
 from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
+
+
+class UsageError(Exception):
+    """Options that parse but do not fit together: ``run.py`` prints its usage and exits 2.
+
+    A command's ``run(args)`` raises it where its own parser would have called
+    ``parser.error``.
+    """
+
+
+def add_profiles_option(parser: argparse.ArgumentParser, dest: str = "command_profiles") -> None:
+    """``--profiles FILE``: device profiles ``run.py`` loads before the command runs.
+
+    ``run.py`` takes it before any command; a command that uses profiles takes
+    it after its name too. The command's option needs its own ``dest``:
+    argparse would otherwise replace the files given before the command with
+    the command's default.
+    """
+    parser.add_argument(
+        "--profiles",
+        type=Path,
+        action="append",
+        default=[],
+        dest=dest,
+        metavar="FILE",
+        help="more device profiles, TOML or JSON (repeatable; see docs/hw_sim.md)",
+    )
 
 
 def positive_number(text: str) -> float:

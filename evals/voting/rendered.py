@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+import detectors
 from detectors.card import ModelCard, read_card
 from detectors.core import Box, ConfirmingDetector, Detection, Detections, Detector, iou
 from detectors.shared_weights import model_files
@@ -36,9 +37,10 @@ if TYPE_CHECKING:  # imported where clips are made: the generator renders with O
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fuscan/voting"
 LINK_IOU = 0.3
-GENERATOR_PACKAGE = Path(__file__).resolve().parent.parent / "detectors/synth"
+DETECTORS_PACKAGE = Path(detectors.__path__[0]).resolve()
+GENERATOR_PACKAGE = DETECTORS_PACKAGE / "synth"
 DETECTOR_CODE = tuple(
-    Path(__file__).resolve().parent.parent / "detectors" / name
+    DETECTORS_PACKAGE / name
     for name in ("onnx_detector.py", "reshape.py", "glyph_check.py", "views.py")
 )
 """What turns a frame and a card into detections and checks: letterbox, decoding, the second

@@ -267,21 +267,26 @@ def feature_cost(seed: int) -> None:
         print(f"| {name} | {len(keypoints)} | {statistics.median(times) * 1000:.1f} |")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run.py eval-targets", description=__doc__)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--targets", type=int, default=100, help="products to register")
     parser.add_argument("--frames", type=int, default=30, help="frames per clip")
-    parser.add_argument("--fps", type=float, default=15.0)
+    parser.add_argument("--fps", type=float, default=15.0, help="the clips' frame rate")
     parser.add_argument("--backgrounds", type=int, default=25, help="background-only clips")
     parser.add_argument("--preset", default="balanced", help="voting preset")
     parser.add_argument(
         "--tier", default="l", help="the 福 model whose session's voter is used (int8)"
     )
-    parser.add_argument("--seed", type=int, default=7000)
+    parser.add_argument("--seed", type=int, default=7000, help="seed of the products and clips")
     parser.add_argument("--cost-sizes", default="10,100,1000", help="'' skips the cost table")
-    parser.add_argument("--cost-frames", type=int, default=30)
-    parser.add_argument("--skip-accuracy", action="store_true")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--cost-frames", type=int, default=30, help="frames timed per size, cost table"
+    )
+    parser.add_argument(
+        "--skip-accuracy", action="store_true", help="only the cost tables, no clips scored"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
     status = 0
     if not args.skip_accuracy:
         status = accuracy(
@@ -297,7 +302,3 @@ def main(argv: list[str] | None = None) -> int:
         feature_cost(args.seed)
         cost([int(s) for s in args.cost_sizes.split(",")], args.cost_frames, args.seed)
     return status
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

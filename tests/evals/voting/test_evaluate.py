@@ -7,11 +7,12 @@ import types
 import numpy as np
 import pytest
 
+import run
 from detectors.core import Detection, Detections
-from voting import evaluate
+from evals.voting import evaluate
+from evals.voting.rendered import detected_clip, link_objects
 from voting.core import TrackedDetection, VoteEvent, VoteUpdate
 from voting.presets import make_voter
-from voting.rendered import detected_clip, link_objects
 from voting.simulate import FU, NEGATIVE, Clip, ClipCheck, GroundTruthObject
 
 BOX = (100.0, 100.0, 200.0, 200.0)
@@ -214,7 +215,7 @@ def test_calibration_separates_real_from_false_tracks(by):
 )
 def test_main_prints_a_table(capsys, model, fitted):
     argv = "--clips 3 --negative-hours 0.01 --calibration-clips 3 --fps 15 --voters balanced,kofn"
-    assert evaluate.main([*argv.split(), "--score-model", model]) == 0
+    assert run.main(["eval-voting", *argv.split(), "--score-model", model]) == 0
     out = capsys.readouterr().out
     assert ("score model fitted" in out) == fitted
     assert out.count("\nbalanced ") == 1 and out.count("\nkofn ") == 1
@@ -231,7 +232,7 @@ def test_main_renders_missing_synth_clips_in_worker_processes(tmp_path, capsys):
         f"--voters balanced --jobs 2 --models-dir {models} --cache {tmp_path / 'cache'} "
         "--min-view 0.1 --list-misses"
     )
-    assert evaluate.main(argv.split()) == 0
+    assert run.main(["eval-voting", *argv.split()]) == 0
     out = capsys.readouterr().out
     assert "\nbalanced " in out
     bands = out.split("per band of ink contrast (CIE76 delta E):\n")[1].split("\n\n")[0]
@@ -256,7 +257,7 @@ def test_main_compares_two_models_on_the_same_clips(tmp_path, capsys):
         f"--voters balanced --jobs 2 --models-dir {tmp_path / 'a'} --compare {tmp_path / 'b'} "
         f"--cache {tmp_path / 'cache'} --min-view 0.1 --list-misses"
     )
-    assert evaluate.main(argv.split()) == 0
+    assert run.main(["eval-voting", *argv.split()]) == 0
     out = capsys.readouterr().out
     first, compared = out.split(f"the same clips through {tmp_path / 'b'} (threshold 0.9):")
     assert f"{tmp_path / 'b'} against {tmp_path / 'a'}, the same clips:" in compared
@@ -277,7 +278,9 @@ def test_main_compares_two_models_on_the_same_clips(tmp_path, capsys):
 )
 def test_main_refuses_a_comparison_it_cannot_make_before_rendering(argv, error, tmp_path, capsys):
     with pytest.raises(SystemExit):
-        evaluate.main([*argv, "--compare", str(tmp_path), "--cache", str(tmp_path / "cache")])
+        run.main(
+            ["eval-voting", *argv, "--compare", str(tmp_path), "--cache", str(tmp_path / "cache")]
+        )
     assert error in capsys.readouterr().err
     assert not (tmp_path / "cache").exists()
 
@@ -288,7 +291,7 @@ def test_main_renders_clips_with_scene_options_into_their_own_cache(tmp_path, ca
         f"--fps 15 --voters balanced --cache {tmp_path} --min-view 0.1 "
         "--glyph-fill 0.6:0.7 --aimed"
     )
-    assert evaluate.main(argv.split()) == 0
+    assert run.main(["eval-voting", *argv.split()]) == 0
     assert "detectors.synth, glyph_fill=(0.6, 0.7), aimed=True)" in capsys.readouterr().out
     (folder,) = tmp_path.iterdir()
     assert "-scenes-" in folder.name and len(list(folder.glob("*.npz"))) == 3  # fu, 2 negative
@@ -296,13 +299,13 @@ def test_main_renders_clips_with_scene_options_into_their_own_cache(tmp_path, ca
 
 def test_main_refuses_scene_options_for_the_noise_model(capsys):
     with pytest.raises(SystemExit):
-        evaluate.main(["--source", "sim", "--glyph-fill", "0.6:0.9"])
+        run.main(["eval-voting", "--source", "sim", "--glyph-fill", "0.6:0.9"])
     assert "for --source synth" in capsys.readouterr().err
 
 
 def test_main_rejects_bad_voters(capsys):
     with pytest.raises(SystemExit):
-        evaluate.main(["--voters", "paranoid"])
+        run.main(["eval-voting", "--voters", "paranoid"])
     assert "unknown voting preset" in capsys.readouterr().err
 
 
@@ -535,7 +538,7 @@ def test_a_repeat_is_listed_with_what_its_new_track_showed():
 
 def test_main_lists_the_first_voters_misses_when_asked(capsys):
     argv = "--clips 20 --negative-hours 0.01 --fps 15,8 --voters strict,kofn --list-misses"
-    assert evaluate.main(argv.split()) == 0
+    assert run.main(["eval-voting", *argv.split()]) == 0
     head, listed = capsys.readouterr().out.split(" that strict at 15 fps never recognized:\n")
     count = int(head.rsplit("\n", 1)[1].split(" of ")[0])
     listed, heights = listed.split("\n\nvisits whole in frame per band of height (px):\n")

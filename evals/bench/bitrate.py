@@ -9,7 +9,7 @@ profile uses (``l`` INT8) exactly as the server runs a frame. Per rate: the
 bitrate coded, RTP packets a frame (aiortc's packetizer: each costs the
 server's event loop its SRTP, jitter-buffer and bitrate-estimation work),
 decode time, per-frame recall of the 福 and detections matching none
-(``detectors.evaluate.match``: IoU >= 0.5, each 福 matched once, at the
+(``detectors.metrics.match``: IoU >= 0.5, each 福 matched once, at the
 card's threshold), against the same frames uncoded. ``serve
 --max-video-kbps`` (500 by default) is chosen from this table.
 """
@@ -23,11 +23,11 @@ from typing import cast
 
 from aiortc.codecs.vpx import Vp8Encoder
 
-from clients.video_codec import decode_video, encode_video
 from detectors.core import ImageBGR
-from detectors.evaluate import match
+from detectors.metrics import match
 from detectors.onnx_detector import OnnxDetector
 from detectors.synth.scenes import Clip, make_clip
+from evals.video_codec import decode_video, encode_video
 
 RATES_KBPS = (1500, 1000, 700, 500, 350)
 FPS = 15.0

@@ -1,33 +1,23 @@
-"""eval-hw and profiles tables, on a red-square stand-in detector and a virtual clock."""
+"""eval-hw tables, on a red-square stand-in detector and a virtual clock."""
 
 import numpy as np
 import pytest
-from fakes import RedSquareDetector, red_square_frame
+from fakes import SPECS, RedSquareDetector, red_square_frame
 from virtual_time import InlineExecutor, run_virtual
 
-import clients.hw_bench
-from clients.hw_bench import (
+import evals.hw.devices
+from detectors.synth.scenes import SceneOptions
+from evals.hw.devices import (
     EvalClip,
     check_pace,
     evaluate,
     format_eval,
     format_pace,
-    format_profiles,
     parse_overrides,
-    profile_rows,
-    profiles_main,
     synth_clips,
 )
-from detectors.synth.scenes import SceneOptions
-from hw_sim import DeviceProfile, ModelSpec
 from stream.pipelines import Pipelines
 
-SPECS = [
-    ModelSpec(tier, precision, macs)
-    # l is too slow for the cheap phone even at its ten frames a second: low runs s
-    for tier, macs in (("s", 80_000_000), ("l", 700_000_000))
-    for precision in ("int8", "fp32")
-]
 SQUARE_BOX = np.array([[106, 80, 161, 121]], np.float32)  # red_square_frame's square
 
 
@@ -122,61 +112,16 @@ def test_synth_clips_follow_the_scene_options():
     assert plain.boxes[2][0][3] - plain.boxes[2][0][1] < 0.6 * 480
 
 
-def test_profile_rows_list_tier_and_latency_per_profile():
-    rows = {r.profile.name: r for r in profile_rows(SPECS)}
-    assert rows["host"].spec.tier == "l" and rows["host"].cold_ms is None
-    assert rows["low"].spec == ModelSpec("s", "fp32", 80_000_000)
-    assert rows["low"].cold_ms == pytest.approx(12.0 + 160 / 12.2, abs=0.01)
-    # a frame with one close-up pays the network twice, the pre-processing once
-    assert rows["low"].close_up_ms == pytest.approx(12.0 + 2 * 160 / 12.2, abs=0.01)
-    assert rows["host"].close_up_ms is None
-    assert rows["high"].sustained_ms > rows["high"].cold_ms  # the flagship throttles
-    assert rows["low"].p95_ms > rows["low"].p50_ms
-    assert "| low " in format_profiles(list(rows.values()))
-
-
-def test_profile_rows_without_cards_say_so():
-    assert {r.reason for r in profile_rows([])} == {"no model cards"}
-
-
-def test_profiles_bench_adds_the_host_time_and_keeps_every_other_column(capsys):
-    assert profiles_main(bench=True) == 0
-    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
-    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
-    rows = {
-        cells[0]: dict(zip(header, cells, strict=True))
-        for cells in ([c.strip() for c in line.strip("|").split("|")] for line in lines[2:])
-    }
-    assert float(rows["host"]["host ms"]) > 0 and float(rows["low"]["host ms"]) > 0
-    low = _rows_from_the_cards()["low"]
-    assert float(rows["low"]["cold ms"]) == pytest.approx(low.cold_ms, abs=0.05)
-    assert float(rows["low"]["1 close-up ms"]) == pytest.approx(low.close_up_ms, abs=0.05)
-
-
-def _rows_from_the_cards():
-    from detectors.card import list_cards
-
-    return {r.profile.name: r for r in profile_rows([ModelSpec.from_card(c) for c in list_cards()])}
-
-
-def test_a_profile_slower_than_the_sustained_window_still_gets_a_row(monkeypatch):
-    # 160 s a frame: no frame starts inside the window after SUSTAINED_S
-    snail = DeviceProfile("snail", int8_gop_s=0.001, fp32_gop_s=0.001)
-    monkeypatch.setattr(clients.hw_bench, "PROFILES", {"snail": snail})
-    (row,) = profile_rows(SPECS)
-    assert row.sustained_ms >= row.cold_ms > 100_000
-
-
 @pytest.mark.parametrize(
     ("card", "message"),
     [
         (None, "no int8 models found in"),
-        ("{not json", "bad model card"),
+        ("{not json", "cannot read"),
     ],
 )
 def test_eval_hw_refuses_a_models_dir_it_cannot_load(tmp_path, capsys, card, message):
     if card is not None:
         (tmp_path / "fu_l.int8.json").write_text(card, encoding="utf-8")
-    assert clients.hw_bench.eval_hw_main(["mid"], 1, 10, 30.0, 0, False, models_dir=tmp_path) == 2
+    assert evals.hw.devices.eval_hw_main(["mid"], 1, 10, 30.0, 0, False, models_dir=tmp_path) == 2
     out = capsys.readouterr().out
     assert out.startswith(f"eval-hw: {message}") and out.count("\n") == 1

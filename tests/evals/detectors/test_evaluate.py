@@ -1,4 +1,4 @@
-"""run.py eval-model: AP50 arithmetic, matching, threshold picking and the printed table."""
+"""run.py eval-model: AP50 arithmetic, threshold picking and the printed table."""
 
 import json
 import math
@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from detectors import evaluate
+import run
 from detectors.card import MODELS_DIR, find_card, read_card
 from detectors.core import Detection, Detections
 from detectors.synth.scenes import SceneOptions
+from evals.detectors import evaluate
 
 
 @pytest.mark.parametrize(
@@ -30,29 +31,6 @@ def test_average_precision(
 ) -> None:
     ap = evaluate.average_precision(scored, positives)
     assert (math.isnan(ap) and math.isnan(expected)) or ap == pytest.approx(expected)
-
-
-def test_each_truth_box_is_matched_once_best_detection_first() -> None:
-    truth = np.array([[0, 0, 10, 10]], np.float32)
-    found = Detections((Detection("fu", 0.9, (0, 0, 10, 10)), Detection("fu", 0.8, (1, 1, 10, 10))))
-    assert evaluate.match(found, truth) == [(0.9, True), (0.8, False)]
-
-
-def test_a_detection_of_an_ignored_fu_counts_neither_way() -> None:
-    truth = np.array([[0, 0, 10, 10]], np.float32)
-    ignore = np.array([[50, 50, 60, 70]], np.float32)
-    found = Detections(
-        (Detection("fu", 0.9, (50, 50, 60, 69)), Detection("fu", 0.8, (0, 0, 10, 9)))
-    )
-    assert evaluate.match(found, truth, ignore) == [(0.8, True)]
-    assert evaluate.match(found, truth) == [(0.9, False), (0.8, True)]
-
-
-def test_median_ms_times_every_call_in_turn() -> None:
-    calls: list[str] = []
-    medians = evaluate.median_ms([lambda: calls.append("a"), lambda: calls.append("b")], 3)
-    assert len(medians) == 2 and all(m >= 0 for m in medians)
-    assert calls == ["a", "b"] * 8  # 5 warm-up rounds + 3 timed, alternating
 
 
 def test_pick_thresholds_meets_the_rate_on_the_scenes_it_saw() -> None:
@@ -75,15 +53,15 @@ def test_eval_model_prints_a_row_per_model_and_writes_picked_thresholds(
     s_int8_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["--models-dir", str(s_int8_dir), "--scenes", "3", "--latency-runs", "1"]
-    assert evaluate.main([*argv, "--pick-thresholds", "0.5", "--write-cards"]) == 0
+    assert run.main(["eval-model", *argv, "--pick-thresholds", "0.5", "--write-cards"]) == 0
     out = capsys.readouterr().out
     assert "fu_s.int8" in out and "AP50" in out
     assert f"thresholds written into 1 card(s) in {s_int8_dir}" in out
     card = read_card(s_int8_dir / "fu_s.int8.json")
     assert card.threshold in evaluate.THRESHOLD_GRID
     raw = json.loads(card.path.read_text(encoding="utf-8"))
-    assert "--pick-thresholds 0.5" in raw["threshold_rule"]
-    assert raw["metrics_command"].startswith("python run.py eval-model")
+    assert "--pick-thresholds 0.5" in raw["provenance"]["threshold_rule"]
+    assert raw["provenance"]["metrics_command"].startswith("python run.py eval-model")
     assert set(card.metrics) >= {"ap50", "hard_negative_fp_rate", "latency_ms", "frame_ms"}
     assert card.metrics["frame_ms_p90"] >= card.metrics["frame_ms"] > 0
     assert 0.0 <= card.metrics["ap50"] <= 1.0
@@ -134,7 +112,7 @@ def test_eval_model_prints_the_shift_table_when_asked(
 ) -> None:
     argv = ["--models-dir", str(s_int8_dir), "--scenes", "4", "--latency-runs", "1"]
     # of bare-ink scenes alone, as a retrain for them is judged
-    assert evaluate.main([*argv, "--shift-stability", "--bare-ink-share", "1"]) == 0
+    assert run.main(["eval-model", *argv, "--shift-stability", "--bare-ink-share", "1"]) == 0
     table = capsys.readouterr().out.split("under small shifts")[1].splitlines()[2:]
     (row,) = table
     name, objects, found, flicker, spread, p90 = row.split()
@@ -154,5 +132,7 @@ def test_eval_model_writes_no_card_from_another_mix(
     writes: list[str], s_int8_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit):
-        evaluate.main(["--models-dir", str(s_int8_dir), *writes, "--upside-down-share", "0.9"])
+        run.main(
+            ["eval-model", "--models-dir", str(s_int8_dir), *writes, "--upside-down-share", "0.9"]
+        )
     assert "no scene options with them" in capsys.readouterr().err

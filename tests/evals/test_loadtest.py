@@ -12,8 +12,8 @@ from aiortc import RTCPeerConnection
 from aiortc.rtp import RTCP_PSFB_PLI, RtcpPsfbPacket
 from websockets.asyncio.server import ServerConnection, serve
 
-import clients.loadtest
-from clients.loadtest import (
+import evals.loadtest
+from evals.loadtest import (
     ClipTrack,
     StreamStats,
     VideoClips,
@@ -21,7 +21,7 @@ from clients.loadtest import (
     stream_phases,
     websocket_stream,
 )
-from clients.video_codec import CAMERA_BITRATE
+from evals.video_codec import CAMERA_BITRATE
 from stream.bitrate import limit_video_bitrate
 
 ANSWER = "v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 97\r\nc=IN IP4 0.0.0.0\r\na=mid:0\r\n"
@@ -51,7 +51,7 @@ async def test_webrtc_clips_are_encoded_at_the_rate_the_answer_asks_for(
         rates.append(bitrate)
         return [f"{bitrate}".encode()]
 
-    monkeypatch.setattr(clients.loadtest, "vp8_clip", vp8_clip)
+    monkeypatch.setattr(evals.loadtest, "vp8_clip", vp8_clip)
     clips = VideoClips([], 15.0)
     sent = [await clips.for_answer(sdp) for sdp in answers]
     assert rates == encoded
@@ -125,7 +125,7 @@ async def test_a_camera_with_a_phase_starts_its_clock_that_much_later() -> None:
 
 def test_a_bitrate_limit_for_a_server_it_does_not_start_is_refused(capsys) -> None:
     parser = argparse.ArgumentParser()
-    clients.loadtest.add_arguments(parser)
+    evals.loadtest.add_arguments(parser)
     args = parser.parse_args(["--url", "http://127.0.0.1:9", "--max-video-kbps", "300"])
-    assert clients.loadtest.loadtest_main(args) == 2
+    assert evals.loadtest.run(args) == 2
     assert "not with --url" in capsys.readouterr().err

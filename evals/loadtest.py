@@ -52,12 +52,12 @@ from aiortc import (
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from clients.cli_types import non_negative_int, positive_int
-from clients.local_server import local_server as running_server
-from clients.video_codec import CAMERA_BITRATE, encode_video
 from clients.ws_client import encode_jpeg
 from detectors.core import ImageBGR
+from evals.local_server import local_server as running_server
+from evals.video_codec import CAMERA_BITRATE, encode_video
 from stream.bitrate import asked_video_kbps
+from stream.cli_types import non_negative_int, positive_int
 from stream.server import loopback_host_addresses
 
 VIDEO_CLOCK = 90_000
@@ -191,7 +191,7 @@ class VideoClips:
 
     def for_answer(self, sdp: str) -> asyncio.Task[list[bytes]]:
         """The clip a camera sends to a server that answered ``sdp``: at the rate it asks
-        for, if less than the camera's own (:data:`clients.video_codec.CAMERA_BITRATE`)."""
+        for, if less than the camera's own (:data:`evals.video_codec.CAMERA_BITRATE`)."""
         asked = asked_video_kbps(sdp)
         rate = CAMERA_BITRATE if asked is None else min(CAMERA_BITRATE, asked * 1000)
         if rate not in self._encoded:
@@ -510,7 +510,7 @@ def run_load(args: argparse.Namespace, url: str, pid: int | None) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ws", type=int, default=4, help="websocket streams")
     parser.add_argument("--webrtc", type=int, default=0, help="WebRTC streams")
-    parser.add_argument("--fps", type=float, default=15.0)
+    parser.add_argument("--fps", type=float, default=15.0, help="frames a second per stream")
     parser.add_argument(
         "--duration", type=float, default=20.0, help="seconds (per step, --find-capacity)"
     )
@@ -570,7 +570,7 @@ def add_bitrate_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def loadtest_main(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     # uvloop, as in the server: the load generator shares the machine, so its cost is kept low.
     if args.url and (args.max_video_kbps is not None or args.workers or args.find_capacity):
         print(

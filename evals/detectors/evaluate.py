@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
@@ -39,6 +38,7 @@ import numpy.typing as npt
 
 from detectors.card import MODELS_DIR, ModelCard, list_cards, read_card, update_card
 from detectors.core import Detections, ImageBGR, iou
+from detectors.metrics import AP_IOU, match, median_ms
 from detectors.onnx_detector import OnnxDetector, letterbox
 from detectors.synth.scenes import (
     GENERATOR_MIX,
@@ -51,9 +51,9 @@ from detectors.synth.scenes import (
     render_scene,
     scene_options,
 )
+from stream.cli_types import UsageError
 
 FRAME_WIDTH, FRAME_HEIGHT = 640, 480
-AP_IOU = 0.5
 CURVE_THRESHOLD = 0.05
 """Detections down to this score make the precision-recall curve."""
 SEED_BASE: dict[tuple[Split, str], int] = {
@@ -94,30 +94,6 @@ def held_out(
         yield render_scene(base + i, FRAME_WIDTH, FRAME_HEIGHT, split, content, options)
 
 
-def match(found: Detections, truth: Boxes, ignore: Boxes | None = None) -> list[tuple[float, bool]]:
-    """(score, is true positive) per detection, best first, each truth box matched at most once.
-
-    A detection that matches no truth box but an ``ignore`` box (a 福 cut too
-    far to label) is left out: it is neither right nor wrong.
-    """
-    used = [False] * len(truth)
-    scored = []
-    for det in found:
-        best, best_iou = -1, AP_IOU
-        for i, box in enumerate(truth):
-            overlap = iou(det.box, (box[0], box[1], box[2], box[3]))
-            if not used[i] and overlap >= best_iou:
-                best, best_iou = i, overlap
-        if best >= 0:
-            used[best] = True
-        elif ignore is not None and any(
-            iou(det.box, (b[0], b[1], b[2], b[3])) >= AP_IOU for b in ignore
-        ):
-            continue
-        scored.append((det.score, best >= 0))
-    return scored
-
-
 def average_precision(scored: list[tuple[float, bool]], positives: int) -> float:
     """Area under the all-point interpolated precision-recall curve (as in VOC 2010+)."""
     if positives == 0:
@@ -128,22 +104,6 @@ def average_precision(scored: list[tuple[float, bool]], positives: int) -> float
     precision = np.concatenate([[1.0], hits / np.arange(1, len(ordered) + 1)])
     envelope = np.maximum.accumulate(precision[::-1])[::-1]
     return float(np.sum(np.diff(recall) * envelope[1:]))
-
-
-def median_ms(calls: Sequence[Callable[[], object]], rounds: int) -> list[float]:
-    """Median time of each call in milliseconds.
-
-    The calls take turns, one run each per round, so that load from other
-    processes on a shared machine falls on all of them alike.
-    """
-    times: list[list[float]] = [[] for _ in calls]
-    for round_ in range(rounds + 5):
-        for call, spent in zip(calls, times, strict=True):
-            start = time.perf_counter()
-            call()
-            if round_ >= 5:  # the first runs warm caches and allocators up
-                spent.append(time.perf_counter() - start)
-    return [1000 * float(np.median(t)) for t in times]
 
 
 def median_latencies_ms(detectors: list[OnnxDetector], rounds: int) -> list[float]:
@@ -352,15 +312,29 @@ def format_table(cards: list[ModelCard], results: dict[Path, Result]) -> str:
     return model_table(columns, cards, row)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="run.py eval-model", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--models-dir",
+        type=Path,
+        default=MODELS_DIR,
+        help="where the cards are (default: the shipped ones)",
     )
-    parser.add_argument("--models-dir", type=Path, default=MODELS_DIR)
-    parser.add_argument("--tiers", nargs="+", default=["s", "m", "l"])
-    parser.add_argument("--precisions", nargs="+", default=["fp32", "int8"])
+    parser.add_argument(
+        "--tiers", nargs="+", default=["s", "m", "l"], help="tiers to evaluate (%(default)s)"
+    )
+    parser.add_argument(
+        "--precisions",
+        nargs="+",
+        default=["fp32", "int8"],
+        help="precisions to evaluate (%(default)s)",
+    )
     parser.add_argument("--scenes", type=int, default=400, help="held-out scenes of each kind")
-    parser.add_argument("--latency-runs", type=int, default=100)
+    parser.add_argument(
+        "--latency-runs",
+        type=int,
+        default=100,
+        help="timed runs of each network alone (default: %(default)s)",
+    )
     parser.add_argument("--write-cards", action="store_true", help="store the numbers in the cards")
     parser.add_argument(
         "--pick-thresholds",
@@ -376,12 +350,15 @@ def main(argv: list[str] | None = None) -> int:
         "shifts; how often its detection flickers (found in some shifts, missed in others)",
     )
     add_scene_arguments(parser)  # the training options: a 福 cut too far counts neither way
-    argv = sys.argv[1:] if argv is None else argv
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     options = scene_options(args)
     if options != GENERATOR_MIX and (args.write_cards or args.pick_thresholds is not None):
-        parser.error("cards hold numbers of the generator's own mix: no scene options with them")
-    command = shlex.join(["python", "run.py", "eval-model", *argv])
+        raise UsageError(
+            "cards hold numbers of the generator's own mix: no scene options with them"
+        )
+    command = shlex.join(["python", "run.py", *args.argv])
     cards = [
         c
         for c in list_cards(args.models_dir)
@@ -398,8 +375,10 @@ def main(argv: list[str] | None = None) -> int:
             update_card(
                 card.path,
                 threshold=pick.threshold,
-                threshold_rule=f"lowest score at which at most {args.pick_thresholds:.2%} of "
-                f"{args.scenes} look-alike-only training-split frames fire: {command}",
+                provenance={
+                    "threshold_rule": f"lowest score at which at most {args.pick_thresholds:.2%} "
+                    f"of {args.scenes} look-alike-only training-split frames fire: {command}"
+                },
             )
         cards = [read_card(card.path) for card in cards]
         # The picks are written, not only printed: say so, since these may be the shipped cards.
@@ -418,9 +397,5 @@ def main(argv: list[str] | None = None) -> int:
         for card in cards:
             metrics = {k: round(v, 4) for k, v in asdict(results[card.path]).items()}
             metrics |= {"scenes": args.scenes, "frame": f"{FRAME_WIDTH}x{FRAME_HEIGHT}"}
-            update_card(card.path, metrics=metrics, metrics_command=command)
+            update_card(card.path, metrics=metrics, provenance={"metrics_command": command})
     return 0
-
-
-if __name__ == "__main__":
-    main()
