@@ -47,9 +47,11 @@ system-deps:
 	  fi; \
 	fi
 
+# lint-imports: the layering in pyproject's [tool.importlinter] (a package imports only those below).
 lint: $(VENV)/.dev-deps
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(VENV)/bin/lint-imports
 
 types: $(VENV)/.dev-deps
 	$(PY) -m mypy

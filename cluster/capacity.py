@@ -19,7 +19,7 @@ import argparse
 import math
 from dataclasses import dataclass
 
-from clients.cli_types import positive_int, positive_number
+from stream.cli_types import positive_int, positive_number
 from stream.redis_state import LEASE_TTL_S, POLL_S
 
 CPU_MS_PER_FRAME = 7.3

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
-from clients.cli_types import positive_int
-from clients.local_server import STOP_TIMEOUT_S, LocalServer, start_server, stop_server
+from evals.local_server import STOP_TIMEOUT_S, LocalServer, start_server, stop_server
+from stream.cli_types import positive_int
 
 TEMPLATE = Path(__file__).with_name("haproxy.cfg.in")
 READY_TIMEOUT_S = 30.0

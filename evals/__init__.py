@@ -1,1 +1,5 @@
-"""Evaluation and benchmark harnesses: commands that measure, never imported by the server."""
+"""Evaluations and benchmarks: the ``run.py`` commands that measure the service.
+
+On top of the runtime packages (``stream``, ``voting``, ``hw_sim``,
+``detectors``), which never import it.
+"""

@@ -22,9 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from clients.bench import CapacityRow, capacity_row
-from clients.hw_bench import table
-from clients.loadtest import LoadClients, local_server
+from evals.bench.capacity import CapacityRow, capacity_row
+from evals.loadtest import LoadClients, local_server
+from evals.tables import table
 
 MAX_STREAMS = 1024
 """The local server's session limit: the search goes no further."""

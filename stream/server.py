@@ -170,6 +170,10 @@ WORKER_STOP_S = SHUTDOWN_TIMEOUT_S + 10.0
 """How long the parent of ``--workers N`` waits for its workers to drain before killing them."""
 ORPHAN_CHECK_S = 1.0
 """How often a worker checks that its parent still runs (a ``kill -9``'d parent's workers stop)."""
+SESSIONS_FILE = "sessions"
+"""The host's session table (:class:`HostCounter`) in the workers' runtime folder."""
+METRICS_DIR = "metrics"
+"""The workers' prometheus-client multiprocess files, in the runtime folder."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,20 +316,17 @@ def serve_workers(
         supervisor = Supervisor(serve_worker, (spec,), workers, on_exit, WORKER_STOP_S)
         try:
             supervisor.start()
+            announce(host, bound_port, tls, loopback)
+            print(f"{workers} workers, {threads} inference threads each", flush=True)
+            supervisor.run()
         except WorkerStartError as exc:
             _exit(str(exc), status=1)
-        announce(host, bound_port, tls, loopback)
-        print(f"{workers} workers, {threads} inference threads each", flush=True)
-        supervisor.run()
-        counter.close()
+        finally:
+            counter.close()
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
         for sock in reserved:
             sock.close()
-
-
-SESSIONS_FILE = "sessions"
-METRICS_DIR = "metrics"
 
 
 def serve_worker(spec: WorkerSpec, said_ready: Connection) -> None:

@@ -17,8 +17,8 @@ from object_scenes import covers, frame_with
 from playwright.sync_api import Page, sync_playwright
 
 from clients.clips import write_y4m
-from clients.local_server import LocalServer, local_server, start_server, stop_server
 from detectors.synth.scenes import make_clip
+from evals.local_server import LocalServer, local_server, start_server, stop_server
 
 pytestmark = pytest.mark.browser
 

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from clients.bench import CapacityRow
+from evals.bench.capacity import CapacityRow
 from evals.find_capacity import Capacity, format_capacity, most_held
 
 HELD = CapacityRow("websocket", 1, 15.0, 1.0, 20, 40, 60, 10, 30, 50, 0.0, 0, 50.0, 20.0, 1.0)

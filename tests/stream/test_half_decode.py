@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from fakes import RedSquareDetector, jpeg, red_square_frame
 
-from clients.video_codec import encode_video
 from detectors.objects.features import FRAME_SIDE
 from detectors.onnx_detector import load_detector
 from detectors.synth.scenes import make_clip
+from evals.video_codec import encode_video
 from hw_sim import DeviceProfile, DeviceSimulator
 from stream.images import JpegImage, VideoImage, image_decoder, video_frame_decoder
 from stream.pipelines import view_side
