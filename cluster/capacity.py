@@ -118,8 +118,12 @@ def report(inputs: Inputs, result: Plan) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--streams", type=positive_int, default=100_000)
-    parser.add_argument("--fps", type=positive_number, default=15.0)
+    parser.add_argument(
+        "--streams", type=positive_int, default=100_000, help="phones streaming at once"
+    )
+    parser.add_argument(
+        "--fps", type=positive_number, default=15.0, help="frames a second each sends"
+    )
     parser.add_argument(
         "--cpu-ms-per-frame",
         type=positive_number,
@@ -127,7 +131,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="server CPU per frame of a WebRTC stream at 500 kbit/s (default: %(default)s, "
         "measured by run.py loadtest, docs/deploy.md)",
     )
-    parser.add_argument("--cores-per-host", type=positive_int, default=16)
+    parser.add_argument(
+        "--cores-per-host", type=positive_int, default=16, help="cores of one server host"
+    )
     parser.add_argument(
         "--utilization", type=positive_number, default=0.7, help="of each host's cores"
     )
