@@ -45,6 +45,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval-real": ("evals.real", "real pictures of 福 held up to a phone: recall, stages"),
     "loadtest": ("evals.loadtest", "N websocket + M WebRTC streams; latency, CPU, RSS"),
     "bench": ("evals.bench.cli", "where the milliseconds go: detector, pipeline, capacity"),
+    "cluster": ("cluster.launch", "on loopback: Redis + HAProxy + 3 servers behind one URL"),
+    "capacity": ("cluster.capacity", "cores, hosts, network and Redis load of a campaign peak"),
 }
 """Command name -> (its module, one line of help)."""
 

@@ -27,9 +27,11 @@ import argparse
 import asyncio
 import contextlib
 import json
+import multiprocessing
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -55,7 +57,7 @@ from detectors.core import ImageBGR
 from evals.local_server import local_server as running_server
 from evals.video_codec import CAMERA_BITRATE, encode_video
 from stream.bitrate import asked_video_kbps
-from stream.cli_types import non_negative_int
+from stream.cli_types import non_negative_int, positive_int
 from stream.server import loopback_host_addresses
 
 VIDEO_CLOCK = 90_000
@@ -249,20 +251,31 @@ class Sample:
 
 
 async def sample_process(pid: int, every: float, stop: float, out: list[Sample]) -> None:
-    process = psutil.Process(pid)
-    process.cpu_percent()
+    """Every ``every`` s until ``stop``: CPU, RSS and open files of process ``pid`` and its
+    children together (the workers of ``serve --workers N``; a replaced worker counts from
+    its first interval on)."""
+    tree: dict[int, psutil.Process] = {}
+
+    def processes() -> list[psutil.Process]:
+        root = tree.get(pid) or psutil.Process(pid)
+        alive = [root, *root.children(recursive=True)]
+        for process in alive:
+            if process.pid not in tree:
+                tree[process.pid] = process
+                process.cpu_percent()  # the first call starts its interval
+        return [tree[p.pid] for p in alive]
+
+    processes()
     begin = time.monotonic()
     while time.monotonic() < stop:
         await asyncio.sleep(min(every, max(0.0, stop - time.monotonic())))
-        with process.oneshot():
-            out.append(
-                Sample(
-                    time.monotonic() - begin,
-                    process.cpu_percent(),
-                    process.memory_info().rss / 2**20,
-                    process.num_fds(),
-                )
-            )
+        cpu = rss = fds = 0.0
+        for process in processes():
+            with contextlib.suppress(psutil.NoSuchProcess), process.oneshot():
+                cpu += process.cpu_percent()
+                rss += process.memory_info().rss
+                fds += process.num_fds()
+        out.append(Sample(time.monotonic() - begin, cpu, rss / 2**20, int(fds)))
 
 
 def percentiles(values: list[float]) -> str:
@@ -330,18 +343,23 @@ def rss_trend(samples: list[Sample]) -> float:
 
 
 @contextlib.contextmanager
-def local_server(profile: str, max_video_kbps: int | None = None) -> Iterator[tuple[str, int]]:
+def local_server(
+    profile: str, max_video_kbps: int | None = None, workers: int | None = None
+) -> Iterator[tuple[str, int]]:
     """A quiet local server on ``profile`` with room for many sessions: (url, pid).
-    ``max_video_kbps``: its ``--max-video-kbps`` (``None``: the server's default)."""
+    ``max_video_kbps``, ``workers``: its ``--max-video-kbps`` and ``--workers`` (``None``: the
+    server's default)."""
     limit = [] if max_video_kbps is None else ["--max-video-kbps", str(max_video_kbps)]
+    processes = [] if workers is None else ["--workers", str(workers)]
     with running_server(
         "--profile",
         profile,
         "--max-sessions",
-        "256",
+        "1024",
         "--max-sessions-per-client",
-        "256",
+        "1024",
         *limit,
+        *processes,
         quiet=True,
     ) as server:
         yield server.url, server.process.pid
@@ -366,22 +384,28 @@ async def measure_load(
     duration: float,
     sample: float,
     phases: str = "independent",
+    seed: int = 0,
+    start_at: float | None = None,
 ) -> LoadResult:
     """Stream ``ws`` websocket and ``webrtc`` WebRTC clients to ``url`` for ``duration`` s,
-    their cameras' phases as :func:`stream_phases` gives them."""
+    their cameras' phases as :func:`stream_phases` gives them (with ``seed``); ``pid``: the
+    server process to sample (``None``: none). ``start_at``: the ``time.monotonic()`` at which
+    to begin (it is the same clock in every process of the host), once the clip is ready."""
     aioice.ice.get_host_addresses = loopback_host_addresses  # loopback only
     images = clip_frames(fps)
     jpegs = [encode_jpeg(image) for image in images]
     clips = VideoClips(images, fps)
     streams = [StreamStats("websocket") for _ in range(ws)]
     streams += [StreamStats("webrtc") for _ in range(webrtc)]
+    if start_at is not None:
+        await asyncio.sleep(max(0.0, start_at - time.monotonic()))
     stop = time.monotonic() + duration
     samples: list[Sample] = []
     jobs = [
         websocket_stream(url.replace("http", "ws") + "/ws", jpegs, fps, stop, s, phase)
         if s.transport == "websocket"
         else webrtc_stream(url + "/offer", clips, fps, stop, s, phase)
-        for s, phase in zip(streams, stream_phases(len(streams), fps, phases), strict=True)
+        for s, phase in zip(streams, stream_phases(len(streams), fps, phases, seed), strict=True)
     ]
     if pid is not None:
         jobs.append(sample_process(pid, sample, stop, samples))
@@ -391,16 +415,94 @@ async def measure_load(
     return LoadResult(streams, samples, duration, me.cpu_percent())
 
 
-async def run_load(args: argparse.Namespace, url: str, pid: int | None) -> str:
-    result = await measure_load(
-        url, pid, args.ws, args.webrtc, args.fps, args.duration, args.sample, args.phases
+SHARE_LEAD_S = 3.0
+"""Seconds the client processes get to make their clips before a step's streams begin."""
+
+
+class LoadClients:
+    """The processes that send a load's streams: this one (``procs`` 1), or a pool of
+    ``procs`` (one Python process cannot send for a hundred streams). Use it as a context
+    manager; the pool's processes start once and serve every :meth:`measure`."""
+
+    def __init__(self, procs: int = 1) -> None:
+        self.procs = procs
+        self._pool = None
+        if procs > 1:
+            spawn = multiprocessing.get_context("spawn")
+            self._pool = ProcessPoolExecutor(procs, mp_context=spawn)
+            # Each submit finding no idle process starts one: all start now, not mid-step.
+            for started in [self._pool.submit(time.sleep, 0.1) for _ in range(procs)]:
+                started.result()
+
+    def __enter__(self) -> LoadClients:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+
+    def measure(
+        self,
+        url: str,
+        pid: int | None,
+        ws: int,
+        webrtc: int,
+        fps: float,
+        duration: float,
+        sample: float,
+        phases: str = "independent",
+    ) -> LoadResult:
+        """:func:`measure_load` with the streams dealt out over the processes, this one
+        sampling the server; ``client_cpu`` is then the processes' sum."""
+        if self._pool is None:
+            return uvloop.run(measure_load(url, pid, ws, webrtc, fps, duration, sample, phases))
+        n, start_at = self.procs, time.monotonic() + SHARE_LEAD_S
+        jobs = [
+            self._pool.submit(
+                _measure_share, url, ws * i // n, ws * (i + 1) // n,
+                webrtc * i // n, webrtc * (i + 1) // n, fps, duration, phases, i, start_at,
+            )
+            for i in range(n)
+        ]  # fmt: skip
+        samples: list[Sample] = []
+        if pid is not None:
+            time.sleep(max(0.0, start_at - time.monotonic()))
+            uvloop.run(sample_process(pid, sample, start_at + duration, samples))
+        results = [job.result() for job in jobs]
+        streams = [stream for result in results for stream in result.streams]
+        return LoadResult(streams, samples, duration, sum(r.client_cpu for r in results))
+
+
+def _measure_share(
+    url: str,
+    ws_from: int,
+    ws_to: int,
+    webrtc_from: int,
+    webrtc_to: int,
+    fps: float,
+    duration: float,
+    phases: str,
+    seed: int,
+    start_at: float,
+) -> LoadResult:
+    """One pool process's share of :meth:`LoadClients.measure` (seeded apart: phases differ)."""
+    ws, webrtc = ws_to - ws_from, webrtc_to - webrtc_from
+    return uvloop.run(
+        measure_load(url, None, ws, webrtc, fps, duration, 0.0, phases, seed, start_at)
     )
+
+
+def run_load(args: argparse.Namespace, url: str, pid: int | None) -> str:
+    with LoadClients(args.client_procs) as clients:
+        result = clients.measure(
+            url, pid, args.ws, args.webrtc, args.fps, args.duration, args.sample, args.phases
+        )
     streams, samples = result.streams, result.samples
     header = (
         f"{args.ws} websocket + {args.webrtc} WebRTC streams at {args.fps:g} fps for "
         f"{args.duration:g} s, {args.phases} camera phases, "
         f"clients on the same {psutil.cpu_count()}-core machine "
-        f"(client process CPU {result.client_cpu:.0f}% of one core)"
+        f"({args.client_procs} client processes, {result.client_cpu:.0f}% of one core)"
     )
     return header + "\n" + report(streams, samples, args.duration)
 
@@ -409,13 +511,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ws", type=int, default=4, help="websocket streams")
     parser.add_argument("--webrtc", type=int, default=0, help="WebRTC streams")
     parser.add_argument("--fps", type=float, default=15.0, help="frames a second per stream")
-    parser.add_argument("--duration", type=float, default=20.0, help="seconds")
+    parser.add_argument(
+        "--duration", type=float, default=20.0, help="seconds (per step, --find-capacity)"
+    )
     parser.add_argument("--sample", type=float, default=5.0, help="resource sample interval, s")
     add_phases_argument(parser)
     add_bitrate_argument(parser)
     parser.add_argument("--profile", default="host", help="device profile of the local server")
+    parser.add_argument(
+        "--workers",
+        type=worker_counts,
+        help="the local server's --workers (default: its own); with --find-capacity, a "
+        "comma-separated list of counts to measure, e.g. 1,4,8,14",
+    )
+    parser.add_argument(
+        "--find-capacity",
+        action="store_true",
+        help="per worker count: the most streams held within the latency bound, the scaling "
+        "against one worker and the CPU per stream (docs/scaling.md)",
+    )
+    parser.add_argument(
+        "--transport",
+        choices=("websocket", "webrtc"),
+        default="websocket",
+        help="the streams --find-capacity steps up",
+    )
+    parser.add_argument(
+        "--client-procs",
+        type=positive_int,
+        default=1,
+        help="processes that send the streams (one Python process sends at most about a "
+        "hundred websocket streams)",
+    )
     parser.add_argument("--url", help="target this server instead of starting one")
     parser.add_argument("--pid", type=int, help="server process to sample (with --url)")
+
+
+def worker_counts(text: str) -> list[int]:
+    """``--workers``: ``N`` or ``N,M,...``, each a positive integer."""
+    return [positive_int(part) for part in text.split(",")]
 
 
 def add_phases_argument(parser: argparse.ArgumentParser) -> None:
@@ -438,14 +572,24 @@ def add_bitrate_argument(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # uvloop, as in the server: the load generator shares the machine, so its cost is kept low.
+    if args.url and (args.max_video_kbps is not None or args.workers or args.find_capacity):
+        print(
+            "loadtest: --max-video-kbps, --workers and --find-capacity start a local server; "
+            "not with --url",
+            file=sys.stderr,
+        )
+        return 2
+    if args.find_capacity:
+        from evals.find_capacity import find_capacity_main
+
+        return find_capacity_main(args)
+    if args.workers and len(args.workers) > 1:
+        print("loadtest: one --workers count, unless --find-capacity", file=sys.stderr)
+        return 2
     if args.url:
-        if args.max_video_kbps is not None:  # the server at --url has its own limit
-            print(
-                "loadtest: --max-video-kbps sets a local server's; not with --url", file=sys.stderr
-            )
-            return 2
-        print(uvloop.run(run_load(args, args.url.rstrip("/"), args.pid)))
+        print(run_load(args, args.url.rstrip("/"), args.pid))
         return 0
-    with local_server(args.profile, args.max_video_kbps) as (url, pid):
-        print(uvloop.run(run_load(args, url, pid)))
+    workers = args.workers[0] if args.workers else None
+    with local_server(args.profile, args.max_video_kbps, workers) as (url, pid):
+        print(run_load(args, url, pid))
     return 0

@@ -50,12 +50,16 @@ def start_server(*serve_args: str, port: int | None = None, quiet: bool = False)
 
     It listens on ``port``, or by default on one its OS picks (``--port 0``) and announces:
     a port picked here and released would be free for another process to take first.
+    It runs one process (``--workers 1``) unless ``serve_args`` name a count: a test or a
+    benchmark on a machine of many cores would otherwise start a worker per core.
 
     Raises:
         RuntimeError: the process exited or did not announce its URL within ``START_TIMEOUT_S``.
     """
+    workers = [] if "--workers" in serve_args else ["--workers", "1"]
+    command = [sys.executable, str(ROOT / "run.py"), "serve", "--port", str(port or 0)]
     process = subprocess.Popen(
-        [sys.executable, str(ROOT / "run.py"), "serve", "--port", str(port or 0), *serve_args],
+        [*command, *workers, *serve_args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL if quiet else None,

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from stream.admission import ServerConfig
-from stream.cli_types import non_negative_int, positive_int, positive_number
+from stream.cli_types import UsageError, non_negative_int, positive_int, positive_number
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,6 +20,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="int8",
         choices=["int8", "fp32"],
         help="model precision of sessions (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=os.cpu_count() or 1,
+        help="worker processes sharing the port, the limits and the targets (default: one per "
+        "core, %(default)s here; 1: one process, no parent; docs/scaling.md)",
     )
     parser.add_argument(
         "--https", action="store_true", help="TLS (self-signed unless --cert/--key): phones on LAN"
@@ -79,11 +86,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="registered scan targets (default: $FUSCAN_TARGETS or ~/.local/share/fuscan/targets)",
     )
+    parser.add_argument(
+        "--redis",
+        default=os.environ.get("FUSCAN_REDIS"),
+        metavar="URL",
+        help="share scan targets and per-client session counts with every server given this "
+        "Redis (redis://HOST:PORT/DB or unix:///PATH; default: $FUSCAN_REDIS; none; "
+        "docs/deploy.md)",
+    )
+    parser.add_argument(
+        "--announce-ip",
+        metavar="ADDRESS",
+        help="behind NAT: the address clients reach this host's media at, put in the "
+        "answer's ICE candidates (default: the host's own addresses)",
+    )
+    parser.add_argument(
+        "--forwarded-allow-ips",
+        default="",
+        metavar="ADDRS",
+        help="comma-separated proxies (addresses or networks) whose X-Forwarded-For names "
+        "the client, for the per-client limit behind a balancer (default: none)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from stream.server import serve  # aiortc and aiohttp: only when serving
 
+    if args.redis and args.targets:
+        raise UsageError("--targets and --redis exclude each other: targets live in one place")
     config = ServerConfig(
         default_profile=args.profile,
         max_sessions=args.max_sessions,
@@ -93,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
         ice_timeout_s=args.ice_timeout,
         ice_servers=tuple(args.ice_server),
         max_video_kbps=args.max_video_kbps,
+        announce_ip=args.announce_ip,
+        forwarded_allow=tuple(filter(None, args.forwarded_allow_ips.split(","))),
     )
     serve(
         args.host,
@@ -103,5 +135,7 @@ def run(args: argparse.Namespace) -> int:
         args.cert,
         args.key,
         targets=args.targets,
+        workers=args.workers,
+        redis_url=args.redis,
     )
     return 0

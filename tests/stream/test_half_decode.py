@@ -78,10 +78,10 @@ def test_view_side_follows_the_model_and_registered_targets():
     detector = load_detector("m")  # 320x240 input
     assert view_side(RedSquareDetector(), None) is None
     assert view_side(detector, None)() == 320
-    targets = SimpleNamespace(index=SimpleNamespace(targets=()))
-    side = view_side(detector, targets)
+    index = SimpleNamespace(targets=())
+    side = view_side(detector, SimpleNamespace(current=lambda: index))
     assert side() == 320  # no target registered: object scan looks at nothing
-    targets.index.targets = ("poster",)
+    index.targets = ("poster",)
     assert side() == FRAME_SIDE  # object scan describes frames up to this size
 
 
