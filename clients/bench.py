@@ -69,7 +69,8 @@ from clients.video_codec import decode_video, encode_video
 from clients.ws_client import encode_jpeg
 from detectors.card import ModelCard, find_card, list_cards
 from detectors.core import ImageBGR
-from detectors.onnx_detector import InputBuffers, OnnxDetector, letterbox
+from detectors.network import InputBuffers, Network, letterbox
+from detectors.onnx_detector import OnnxDetector
 from stream.images import image_decoder, video_frame_decoder
 from stream.session import decode_for
 
@@ -311,10 +312,8 @@ def detector_rows(
         for tier in tiers:
             fp32, int8 = find_card(tier, "fp32"), find_card(tier, "int8")
             tensor = sample_tensor(int8)
-            nets = {"fp32": OnnxDetector(fp32, threads), "int8": OnnxDetector(int8, threads)}
-            times = interleaved(
-                {k: partial(d.infer, tensor) for k, d in nets.items()}, rounds, runs
-            )
+            nets = {"fp32": Network(fp32, threads), "int8": Network(int8, threads)}
+            times = interleaved({k: partial(d.run, tensor) for k, d in nets.items()}, rounds, runs)
             f, i = flat(times["fp32"]), flat(times["int8"])
             ratios = round_ratios(times["fp32"], times["int8"])
             ops = 2 * int8.macs
@@ -731,13 +730,13 @@ class SizeRow:
 def speedup_by_size(
     tiers: Sequence[str], sizes: Sequence[tuple[int, int]], rounds: int, runs: int
 ) -> list[SizeRow]:
-    """Every tier at every size (``detectors.reshape.at_input_size``), 1 thread, interleaved.
+    """Every tier at every size (``clients.reshape.at_input_size``), 1 thread, interleaved.
 
     Keeps a tier's channel widths and changes only how many pixels each layer
     sees, so the table separates the two: whether a tier's INT8 gain is bound
     by its width or by its input size.
     """
-    from detectors.reshape import at_input_size
+    from clients.reshape import at_input_size
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
@@ -876,9 +875,9 @@ def pipeline_rows(
                 laps.lap("JPEG decode (imdecode)")
                 tensor, box_map = letterbox(image, detector.card.input, buffers)
                 laps.lap("letterbox")
-                heatmap, boxes = detector.infer(tensor)
+                heatmap, boxes = detector.network.run(tensor)
                 laps.lap(f"inference int8 {tier} (1 thread)")
-                candidates = detector.detections(
+                candidates = detector.network.detections(
                     heatmap, boxes, box_map, image.shape[1], image.shape[0],
                     detector.candidate_threshold,
                 )  # fmt: skip

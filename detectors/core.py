@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -90,15 +90,33 @@ def touches_edge(box: Box, frame: FrameSize) -> bool:
     return x0 < margin or y0 < margin or x1 > width - margin or y1 > height - margin
 
 
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """What a session needs to know about a detector's model to read it and feed it."""
+
+    threshold: float
+    """The model's threshold: a voter weighs its labels' scores relative to it."""
+    classes: tuple[str, ...]
+    input_side: int
+    """The network input's longer side: frames much larger are decoded smaller."""
+    vote: Mapping[str, bool | int | float] = field(default_factory=dict)
+    """Fields of the vote that this model's streams start from (``ModelCard.vote``)."""
+
+
 class Detector(Protocol):
     """Anything that turns a BGR frame into :class:`Detections`.
 
     ``detect`` must be safe to call from a worker thread; it may be slow (it is
-    never called on the event loop).
+    never called on the event loop). ``model`` is ``None`` for a detector of no
+    model of its own: its scores are read on the default curve, its frames decoded
+    at full size.
     """
 
     @property
     def tier(self) -> str: ...
+
+    @property
+    def model(self) -> ModelInfo | None: ...
 
     def detect(self, image: ImageBGR) -> Detections:
         """Raises :class:`BadImageError` for an image it cannot take."""

@@ -39,7 +39,7 @@ LINK_IOU = 0.3
 GENERATOR_PACKAGE = Path(__file__).resolve().parent.parent / "detectors/synth"
 DETECTOR_CODE = tuple(
     Path(__file__).resolve().parent.parent / "detectors" / name
-    for name in ("onnx_detector.py", "reshape.py", "glyph_check.py", "views.py")
+    for name in ("onnx_detector.py", "network.py", "close_ups.py", "glyph_check.py", "views.py")
 )
 """What turns a frame and a card into detections and checks: letterbox, decoding, the second
 look, the glyph check, and the crops both take."""

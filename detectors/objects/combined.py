@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from detectors.core import Confirmer, ConfirmingDetector, Detections, Detector, ImageBGR
+from detectors.core import (
+    Confirmer,
+    ConfirmingDetector,
+    Detections,
+    Detector,
+    ImageBGR,
+    ModelInfo,
+)
 
 
 class CombinedDetector:
@@ -20,6 +27,10 @@ class CombinedDetector:
     @property
     def tier(self) -> str:
         return self.primary.tier
+
+    @property
+    def model(self) -> ModelInfo | None:
+        return self.primary.model
 
     def detect(self, image: ImageBGR) -> Detections:
         primary = self.primary.detect(image)

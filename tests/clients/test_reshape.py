@@ -6,8 +6,8 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
+from clients.reshape import at_input_size, halved
 from detectors.card import find_card
-from detectors.reshape import at_input_size, halved
 
 
 def run(model: onnx.ModelProto, tensor: np.ndarray) -> list[np.ndarray]:
