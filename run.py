@@ -18,6 +18,7 @@ from clients.ws_client import add_arguments as client_arguments
 from detectors.card import MODELS_DIR
 from detectors.objects.cli import add_arguments as targets_arguments
 from detectors.synth.scenes import add_scene_arguments, scene_options
+from evals import frame_cost
 from evals import real as eval_real
 from stream.admission import ServerConfig
 
@@ -176,6 +177,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     eval_real.add_arguments(real)
 
+    cost = sub.add_parser(
+        "eval-frame-cost", help="whole frame vs first look's network, with 福 in view or not"
+    )
+    frame_cost.add_arguments(cost)
+
     args, rest = parser.parse_known_args(argv)
     if args.command in OWN_PARSERS:
         module = importlib.import_module(OWN_PARSERS[args.command][0])
@@ -262,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.command == "eval-real":
         return eval_real.run(args)
+    if args.command == "eval-frame-cost":
+        return frame_cost.run(args)
     parser.error(f"unknown command {args.command}")
     return 2
 

@@ -77,7 +77,7 @@ from stream.session import decode_for
 FPS = 15.0
 FRAME_MS = 1000.0 / FPS
 SIZES = ((640, 480), (1280, 720))
-SECTIONS = ("detector", "pipeline", "capacity", "bitrate", "ocr")
+SECTIONS = ("detector", "pipeline", "frame", "capacity", "bitrate", "ocr")
 INT8_SIZES = ((160, 120), (320, 240))
 LATENCY_BOUND_MS = 100.0
 """A stream is held when its p95 server-side result latency is at most this (and see below)."""
@@ -847,9 +847,11 @@ def pipeline_rows(
 
     Rounds alternate between the frame sizes, so that both see the same neighbours.
     """
+    from stream.focus import Focus
     from voting import make_voter
 
     detector = OnnxDetector(find_card(tier, "int8"), threads=1)
+    model = detector.model
     buffers = InputBuffers(detector.card.input)  # reused frame after frame, as the server does
     side = max(detector.card.input.width, detector.card.input.height)
     clips = [encoded_clip(w, h, n_frames) for w, h in sizes]
@@ -859,7 +861,8 @@ def pipeline_rows(
     for r in range(rounds):
         for clip in clips[r % len(clips) :] + clips[: r % len(clips)]:
             stages = times[clip.size]
-            voter = make_voter("balanced")
+            voter = make_voter("balanced", model.threshold, model.classes, model.vote)
+            focus = Focus()  # what the vote settled, as a session tells its detector
             yuv: list[av.VideoFrame] = []
             for codec, packets in clip.video.items():
                 frames, ms = decode_video(codec, packets)
@@ -882,9 +885,10 @@ def pipeline_rows(
                     detector.candidate_threshold,
                 )  # fmt: skip
                 laps.lap("output decode (peaks, NMS)")
-                detections = detector.second_looks(image, candidates)
+                detections = detector.second_looks(image, candidates, focus.context(i / FPS))
                 laps.lap("second look (zoom)")
                 update = voter.update(detections, i / FPS, detector.confirmer(image))
+                focus.update(detections, update)
                 laps.lap("voting (balanced)")
                 json.dumps(frame_message([d.to_json() for d in update.detections], i))
                 laps.lap("JSON message")
@@ -1255,7 +1259,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds per timing")
     parser.add_argument("--runs", type=int, default=10, help="calls per case and round")
-    parser.add_argument("--frames", type=int, default=30, help="frames per clip, pipeline")
+    parser.add_argument("--frames", type=int, default=30, help="frames per clip, pipeline, frame")
+    parser.add_argument("--frame-clips", type=int, default=4, help="clips per size/content, frame")
     parser.add_argument(
         "--clock-ghz", type=float, help="core clock for the peaks (default: measured, else nominal)"
     )
@@ -1354,6 +1359,14 @@ def run_bench(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             "rows": [asdict(r) | {"share": r.share} for r in rows_p],
             "totals": pipeline_totals(rows_p),
         }
+    if "frame" in sections:
+        from evals.frame_cost import cost_rows, format_rows
+
+        detector = OnnxDetector(find_card(tiers[-1], "int8"), threads=1)
+        rows_f = cost_rows(detector, clips=args.frame_clips, seconds=args.frames / FPS)
+        out(f"\n## Whole frame vs the first look's network ({tiers[-1]} INT8, 1 thread)\n")
+        out(format_rows(rows_f))
+        report["frame"] = [asdict(r) | {"ratio": r.ratio, "ratio_p90": r.ratio_p90} for r in rows_f]
     if "capacity" in sections:
         ladder = [int(n) for n in args.ladder.split(",") if n]
         transports = [t for t in args.transports.split(",") if t]

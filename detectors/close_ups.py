@@ -19,13 +19,19 @@ from collections.abc import Sequence
 import numpy as np
 
 from detectors.card import ZoomSpec
-from detectors.core import Box, Detection, ImageBGR, Region, iou
+from detectors.core import Box, Detection, FrameContext, ImageBGR, Region, Verdict, iou
 from detectors.network import Network, inside
 from detectors.views import view, within
 
 ZOOM_MATCH_IOU = 0.3
 """A close-up detection confirms a candidate if their boxes overlap at least this much."""
 MIN_CROP_SIDE = 8
+REFUSAL_KEPT_S = 0.5
+"""Media seconds for which a candidate its close-ups refused stays refused without new ones
+(:func:`refused_before`): a look-alike or clutter the camera holds in view is looked at
+twice a second, not on every frame."""
+SAME_CANDIDATE_IOU = 0.5
+"""A candidate is the one an earlier verdict was made on if their boxes overlap this much."""
 
 
 def zoom_region(
@@ -88,6 +94,31 @@ def _scaled(box: Box, scale: float) -> Box:
 def _turned(box: Box, width: int, height: int) -> Box:
     """``box`` in a ``width x height`` image turned upside down (its own inverse)."""
     return (width - box[2], height - box[3], width - box[0], height - box[1])
+
+
+def settled(candidate: Detection, context: FrameContext, threshold: float) -> bool:
+    """Whether ``candidate`` needs no close-up: it scores ``threshold`` or more on the first
+    look and lies on a track the vote has already recognized (boxes overlapping at least
+    :data:`ZOOM_MATCH_IOU`). Its first look is what the vote would need to keep the track."""
+    return candidate.score >= threshold and any(
+        label == candidate.label and iou(box, candidate.box) >= ZOOM_MATCH_IOU
+        for label, box in context.recognized
+    )
+
+
+def refused_before(candidate: Detection, context: FrameContext) -> Verdict | None:
+    """The verdict of close-ups that refused ``candidate`` (the same label, boxes overlapping
+    at least :data:`SAME_CANDIDATE_IOU`) less than :data:`REFUSAL_KEPT_S` before
+    ``context.t``; ``None``: none, the candidate gets its close-ups."""
+    for verdict in context.verdicts:
+        if (
+            not verdict.confirmed
+            and verdict.label == candidate.label
+            and 0 <= context.t - verdict.t < REFUSAL_KEPT_S
+            and iou(verdict.box, candidate.box) >= SAME_CANDIDATE_IOU
+        ):
+            return verdict
+    return None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

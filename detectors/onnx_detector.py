@@ -13,13 +13,15 @@ is sure of (:meth:`detectors.glyph_check.GlyphCheck.rescued`).
 from __future__ import annotations
 
 from detectors.card import ModelCard, find_card
-from detectors.close_ups import CloseUps
+from detectors.close_ups import CloseUps, refused_before, settled
 from detectors.core import (
     Confirmer,
     Detection,
     Detections,
+    FrameContext,
     ImageBGR,
     ModelInfo,
+    Verdict,
     require_bgr_image,
 )
 from detectors.glyph_check import GlyphCheck
@@ -70,23 +72,53 @@ class OnnxDetector:
         require_bgr_image(image)
         return self.second_looks(image, self.network.look(image, self.candidate_threshold))
 
-    def second_looks(self, image: ImageBGR, candidates: list[Detection]) -> Detections:
+    def detect_in(self, image: ImageBGR, context: FrameContext) -> Detections:
+        """:meth:`detect`, without close-ups for the candidates ``context`` settles: those on
+        a recognized track that the first look alone scores at the threshold
+        (:func:`detectors.close_ups.settled`), reported as the first look saw them, and
+        those close-ups refused a moment ago (:func:`detectors.close_ups.refused_before`),
+        dropped. The verdicts made or reused come back in :attr:`Detections.verdicts`."""
+        require_bgr_image(image)
+        candidates = self.network.look(image, self.candidate_threshold)
+        return self.second_looks(image, candidates, context)
+
+    def second_looks(
+        self, image: ImageBGR, candidates: list[Detection], context: FrameContext | None = None
+    ) -> Detections:
         """The first look's ``candidates`` that a second look confirms (all, without zoom),
-        with the network runs they took: one per close-up, and the glyph checks'."""
+        with the network runs they took: one per close-up, and the glyph checks'. With a
+        ``context``, as :meth:`detect_in` says."""
         frame = (image.shape[1], image.shape[0])
         close_ups = self.close_ups
         if close_ups is None:
             return Detections(tuple(candidates), frame=frame)
-        looked = candidates[: close_ups.zoom.max_candidates]
-        regions = [close_ups.regions(image, c) for c in looked]
-        seen = [close_ups.best(image, c, own) for c, own in zip(looked, regions, strict=True)]
-        kept = [d for d in seen if d is not None]
+        kept: list[Detection] = []
+        verdicts: list[Verdict] = []
+        looks = 0
+        for candidate in candidates[: close_ups.zoom.max_candidates]:
+            if context is not None:
+                if settled(candidate, context, self.threshold):
+                    kept.append(candidate)
+                    continue
+                refusal = refused_before(candidate, context)
+                if refusal is not None:
+                    verdicts.append(refusal)
+                    continue
+            regions = close_ups.regions(image, candidate)
+            looks += len(regions)
+            seen = close_ups.best(image, candidate, regions)
+            if context is not None:
+                verdicts.append(
+                    Verdict(candidate.label, candidate.box, context.t, seen is not None)
+                )
+            if seen is not None:
+                kept.append(seen)
         checks = 0
         if self.glyph is not None:  # the threshold is the card's, as eval-model's curve needs
             kept, checks = self.glyph.rescued(image, kept, self.card.threshold, self.threshold)
-        looks = sum(len(own) for own in regions)
         glyph_work = 0.0 if self.glyph is None else self.glyph.work
-        return Detections(tuple(suppress(kept)), 1.0 + looks + checks * glyph_work, frame)
+        runs = 1.0 + looks + checks * glyph_work
+        return Detections(tuple(suppress(kept)), runs, frame, tuple(verdicts))
 
     def confirmer(self, image: ImageBGR) -> Confirmer | None:
         """The card's checks of ``image``'s detections; ``None`` when it has none.
