@@ -42,6 +42,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "profiles": ("evals.hw.profiles", "device profiles, their model tier and latency"),
     "eval-hw": ("evals.hw.devices", "the same clips on each device profile: fps, recall"),
+    "eval-frame-cost": (
+        "evals.frame_cost",
+        "whole frame vs first look's network, with 福 in view or not",
+    ),
     "eval-real": ("evals.real", "real pictures of 福 held up to a phone: recall, stages"),
     "loadtest": ("evals.loadtest", "N websocket + M WebRTC streams; latency, CPU, RSS"),
     "bench": ("evals.bench.cli", "where the milliseconds go: detector, pipeline, capacity"),

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -57,6 +58,29 @@ class Detection:
 
 
 @dataclass(frozen=True, slots=True)
+class Verdict:
+    """A second look's verdict on a first-look candidate, which later frames may reuse."""
+
+    label: str
+    box: Box
+    """The candidate's box on the first look."""
+    t: float
+    """Media time of the frame the close-ups were taken on."""
+    confirmed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FrameContext:
+    """What a session knows before a frame is detected, as plain data (boxes in the frame's
+    pixels): the frame's media time, the boxes of the tracks its vote has recognized, and
+    the verdicts of earlier second looks (:attr:`Detections.verdicts`)."""
+
+    t: float
+    recognized: tuple[tuple[str, Box], ...] = ()
+    verdicts: tuple[Verdict, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Detections:
     """What one detector saw in one frame, best score first."""
 
@@ -68,6 +92,9 @@ class Detections:
     frame: FrameSize | None = None
     """Size of the frame the boxes are in (``None``: unknown), so that a voter can tell a
     box cut by the frame's edge (:func:`touches_edge`)."""
+    verdicts: tuple[Verdict, ...] = ()
+    """The second looks' verdicts this frame made or reused, for the next frame's
+    :class:`FrameContext` (a one-pass detector: none)."""
 
     def __iter__(self) -> Iterator[Detection]:
         return iter(self.items)
@@ -76,9 +103,7 @@ class Detections:
         return len(self.items)
 
     def above(self, min_score: float) -> Detections:
-        return Detections(
-            tuple(d for d in self.items if d.score >= min_score), self.runs, self.frame
-        )
+        return dataclasses.replace(self, items=tuple(d for d in self.items if d.score >= min_score))
 
 
 def touches_edge(box: Box, frame: FrameSize) -> bool:
@@ -90,15 +115,33 @@ def touches_edge(box: Box, frame: FrameSize) -> bool:
     return x0 < margin or y0 < margin or x1 > width - margin or y1 > height - margin
 
 
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """What a session needs to know about a detector's model to read it and feed it."""
+
+    threshold: float
+    """The model's threshold: a voter weighs its labels' scores relative to it."""
+    classes: tuple[str, ...]
+    input_side: int
+    """The network input's longer side: frames much larger are decoded smaller."""
+    vote: Mapping[str, bool | int | float] = field(default_factory=dict)
+    """Fields of the vote that this model's streams start from (``ModelCard.vote``)."""
+
+
 class Detector(Protocol):
     """Anything that turns a BGR frame into :class:`Detections`.
 
     ``detect`` must be safe to call from a worker thread; it may be slow (it is
-    never called on the event loop).
+    never called on the event loop). ``model`` is ``None`` for a detector of no
+    model of its own: its scores are read on the default curve, its frames decoded
+    at full size.
     """
 
     @property
     def tier(self) -> str: ...
+
+    @property
+    def model(self) -> ModelInfo | None: ...
 
     def detect(self, image: ImageBGR) -> Detections:
         """Raises :class:`BadImageError` for an image it cannot take."""
@@ -144,6 +187,15 @@ class ConfirmingDetector(Detector, Protocol):
     def confirmer(self, image: ImageBGR) -> Confirmer | None:
         """A :class:`Confirmer` of detections made on ``image`` (``None``: no check to offer),
         judging the detector's own labels."""
+        ...
+
+
+@runtime_checkable
+class FocusingDetector(Detector, Protocol):
+    """A detector that spends less on a frame when told what earlier frames settled."""
+
+    def detect_in(self, image: ImageBGR, context: FrameContext) -> Detections:
+        """:meth:`Detector.detect`, skipping the work ``context`` makes needless."""
         ...
 
 

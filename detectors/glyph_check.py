@@ -22,6 +22,7 @@ there is one in every ten to twenty frames of held-out scenes.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import cv2
@@ -29,8 +30,8 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
 
-from detectors.card import CONTEXT, GLYPH_SIDE, GlyphSpec
-from detectors.core import Box, ImageBGR, Region
+from detectors.card import CONTEXT, GLYPH_SIDE, GlyphSpec, ModelCard, ModelCardError
+from detectors.core import Box, Detection, ImageBGR, Region
 from detectors.views import view
 
 GLYPH_PAD = 114
@@ -82,13 +83,20 @@ def crop_tensor(crops: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
 
 
 class GlyphCheck:
-    """One ONNX Runtime session of the recognizer; thread-safe like the detector's."""
+    """One ONNX Runtime session of the recognizer; thread-safe like the detector's.
 
-    def __init__(self, model_path: Path, spec: GlyphSpec, threads: int = 1) -> None:
+    ``work`` is what one check (every view of one detection) costs in runs of the detector
+    of ``detector_macs`` (0: unknown, nothing charged).
+    """
+
+    def __init__(
+        self, model_path: Path, spec: GlyphSpec, threads: int = 1, detector_macs: int = 0
+    ) -> None:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         self.spec = spec
+        self.work = spec.macs * len(spec.contexts) / detector_macs if detector_macs else 0.0
         self._session = ort.InferenceSession(
             str(model_path), options, providers=["CPUExecutionProvider"]
         )
@@ -102,6 +110,22 @@ class GlyphCheck:
                 f"shape {crops.shape}"
             )
 
+    @classmethod
+    def of_card(cls, card: ModelCard, threads: int = 1) -> GlyphCheck | None:
+        """The glyph check ``card`` names, beside it; ``None`` if it names none.
+
+        Raises:
+            ModelCardError: the card names a file that is not there.
+        """
+        if card.glyph is None or card.glyph_path is None:
+            return None
+        if not card.glyph_path.is_file():
+            raise ModelCardError(
+                f"{card.path.name} names the glyph check {card.glyph.model}, "
+                f"which is not beside it in {card.path.parent}"
+            )
+        return cls(card.glyph_path, card.glyph, threads, card.macs)
+
     def scores(self, crops: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
         """The probability that each crop (:func:`glyph_crop`, as many channels as the
         recognizer reads) holds 福."""
@@ -113,3 +137,29 @@ class GlyphCheck:
         side, channels = self.spec.side, self.channels
         crops = [glyph_crop(image, box, side, c, channels) for c in self.spec.contexts]
         return float(self.scores(np.stack(crops)).min())
+
+    def rescued(
+        self, image: ImageBGR, seen: list[Detection], threshold: float, keep_from: float
+    ) -> tuple[list[Detection], int]:
+        """``seen`` (second looks down to the rescue's floor) as reported, and how many
+        checks that took.
+
+        A detection under ``threshold`` (the card's) from ``spec.rescue_from`` up is raised to
+        ``threshold`` if the check reads it as 福 at ``rescue_min`` in every view: the weakest
+        evidence the vote takes as "福", never more. Those it refuses stay as they scored if
+        that is ``keep_from`` (the detector's threshold, lower in ``eval-model``'s curve) or
+        more. Without ``rescue_from``, ``seen`` as it is.
+        """
+        rescue_from = self.spec.rescue_from
+        if rescue_from is None:
+            return seen, 0
+        kept, checks = [], 0
+        for d in seen:
+            if rescue_from <= d.score < threshold:
+                checks += 1
+                if self.score(image, d.box) >= self.spec.rescue_min:
+                    kept.append(dataclasses.replace(d, score=threshold))
+                    continue
+            if d.score >= keep_from:
+                kept.append(d)
+        return kept, checks

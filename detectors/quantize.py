@@ -46,7 +46,8 @@ from detectors.card import (
 )
 from detectors.core import ImageBGR
 from detectors.metrics import match, median_ms
-from detectors.onnx_detector import OnnxDetector, fit_into, letterbox
+from detectors.network import fit_into, letterbox
+from detectors.onnx_detector import OnnxDetector
 from detectors.shared_weights import read_model
 
 log = logging.getLogger(__name__)

@@ -311,7 +311,7 @@ def stage_reached(
 
     view, scale = camera_view(profile, frame)
     box = (truth[0] * scale, truth[1] * scale, truth[2] * scale, truth[3] * scale)
-    candidates = detector.look(view, detector.candidate_threshold)
+    candidates = detector.network.look(view, detector.candidate_threshold)
     if not any(iou(c.box, box) >= MATCH_IOU for c in candidates):
         return 0
     found = [d for d in detector.second_looks(view, candidates) if iou(d.box, box) >= MATCH_IOU]

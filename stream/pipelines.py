@@ -152,16 +152,16 @@ class Pipelines:
         simulator, detector = self.simulator_for(options)
         # The model's labels are weighed relative to its own threshold, every other
         # label (a registered target) on the object-scan curve (docs/voting.md).
-        threshold: float | None = None
-        labels: tuple[str, ...] = ()
-        model_fields: dict[str, Any] = {}
-        if isinstance(detector, OnnxDetector):
-            threshold, labels = detector.threshold, detector.card.classes
-            model_fields = detector.card.vote
+        model = detector.model
         side = view_side(detector, self.targets)
         if self.targets is not None:
             detector = CombinedDetector(detector, self.targets)
-        voter = make_voter(options.preset, threshold, labels, model_fields, **options.voting)
+        if model is None:
+            voter = make_voter(options.preset, **options.voting)
+        else:
+            voter = make_voter(
+                options.preset, model.threshold, model.classes, model.vote, **options.voting
+            )
         return Session(
             detector, voter, simulator, send, self.executor, realtime=realtime, view_side=side
         )
@@ -177,9 +177,9 @@ def view_side(detector: Detector, targets: TargetRegistry | None) -> ViewSide | 
     ``FRAME_SIDE`` pixels, but only while a target is registered. Any other detector:
     ``None`` (frames decoded at full size).
     """
-    if not isinstance(detector, OnnxDetector):
+    if detector.model is None:
         return None
-    side = max(detector.card.input.width, detector.card.input.height)
+    side = detector.model.input_side
     if targets is None:
         return lambda: side
     return lambda: max(side, FRAME_SIDE) if targets.current().targets else side

@@ -22,7 +22,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from detectors.core import ConfirmingDetector, Detector, ImageBGR
+from detectors.core import ConfirmingDetector, Detector, FocusingDetector, ImageBGR
 from hw_sim import (
     DeviceSimulator,
     DeviceTimeline,
@@ -31,6 +31,7 @@ from hw_sim import (
     confirm_received,
     to_received,
 )
+from stream.focus import Focus
 from stream.slot import LatestFrameSlot
 from voting import Voter, VoteUpdate
 
@@ -172,6 +173,8 @@ class Session:
     ) -> None:
         self.detector = detector
         self._checker = detector if isinstance(detector, ConfirmingDetector) else None
+        self._focusing = detector if isinstance(detector, FocusingDetector) else None
+        self._focus = Focus()
         self.voter = voter
         self.simulator = simulator
         self._send = send
@@ -410,10 +413,15 @@ class Session:
         image, width, height = decode_for(pending.decode, side)
         view, scale = camera_view(self.simulator.profile, image)
         scale *= image.shape[1] / width  # decoded smaller than received
-        detections = to_received(self.detector.detect(view), scale, (width, height))
+        if self._focusing is None:
+            found = self.detector.detect(view)
+        else:
+            found = self._focusing.detect_in(view, self._focus.context(pending.t, scale))
+        detections = to_received(found, scale, (width, height))
         own = None if self._checker is None else self._checker.confirmer(view)
         confirm = None if own is None else confirm_received(own, scale)
         update = self.voter.update(detections, pending.t, confirm)
+        self._focus.update(detections, update)
         runs = detections.runs + (0.0 if confirm is None else confirm.runs)
         return ProcessedFrame(pending, width, height, update, runs, time.perf_counter() - started)
 

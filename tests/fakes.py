@@ -24,6 +24,8 @@ SPECS = [
 class RedSquareDetector:
     """Finds the bounding box of pure-red pixels: a stand-in for the model in transport tests."""
 
+    model = None
+
     def __init__(self, tier: str = "l") -> None:
         self.tier = tier
 

@@ -81,6 +81,11 @@ class TargetRegistry:
         return TIER
 
     @property
+    def model(self) -> None:
+        """No model of its own: its scores are read on the object-scan curve."""
+        return None
+
+    @property
     def index(self) -> TargetIndex:
         """The current immutable index (a later registration does not change it)."""
         return self._index

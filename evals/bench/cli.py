@@ -74,7 +74,7 @@ from evals.loadtest import (
     add_phases_argument,
 )
 
-SECTIONS = ("detector", "pipeline", "capacity", "bitrate", "ocr")
+SECTIONS = ("detector", "pipeline", "frame", "capacity", "bitrate", "ocr")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,7 +85,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds per timing")
     parser.add_argument("--runs", type=int, default=10, help="calls per case and round")
-    parser.add_argument("--frames", type=int, default=30, help="frames per clip, pipeline")
+    parser.add_argument("--frames", type=int, default=30, help="frames per clip, pipeline, frame")
+    parser.add_argument("--frame-clips", type=int, default=4, help="clips per size/content, frame")
     parser.add_argument(
         "--clock-ghz", type=float, help="core clock for the peaks (default: measured, else nominal)"
     )
@@ -186,6 +187,14 @@ def run_bench(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             "rows": [asdict(r) | {"share": r.share} for r in rows_p],
             "totals": pipeline_totals(rows_p),
         }
+    if "frame" in sections:
+        from evals.frame_cost import cost_rows, format_rows
+
+        detector = OnnxDetector(find_card(tiers[-1], "int8"), threads=1)
+        rows_f = cost_rows(detector, clips=args.frame_clips, seconds=args.frames / FPS)
+        out(f"\n## Whole frame vs the first look's network ({tiers[-1]} INT8, 1 thread)\n")
+        out(format_rows(rows_f))
+        report["frame"] = [asdict(r) | {"ratio": r.ratio, "ratio_p90": r.ratio_p90} for r in rows_f]
     if "capacity" in sections:
         ladder = [int(n) for n in args.ladder.split(",") if n]
         transports = [t for t in args.transports.split(",") if t]

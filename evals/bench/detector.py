@@ -26,7 +26,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 from detectors.card import ModelCard, find_card
-from detectors.onnx_detector import OnnxDetector, letterbox
+from detectors.network import Network, letterbox
 from evals.bench.machine import FPS, Peaks, flat, interleaved, round_ratios
 from evals.bench.ocr import labelled_frames
 from evals.tables import percentile, table
@@ -70,10 +70,8 @@ def detector_rows(
         for tier in tiers:
             fp32, int8 = find_card(tier, "fp32"), find_card(tier, "int8")
             tensor = sample_tensor(int8)
-            nets = {"fp32": OnnxDetector(fp32, threads), "int8": OnnxDetector(int8, threads)}
-            times = interleaved(
-                {k: partial(d.infer, tensor) for k, d in nets.items()}, rounds, runs
-            )
+            nets = {"fp32": Network(fp32, threads), "int8": Network(int8, threads)}
+            times = interleaved({k: partial(d.run, tensor) for k, d in nets.items()}, rounds, runs)
             f, i = flat(times["fp32"]), flat(times["int8"])
             ratios = round_ratios(times["fp32"], times["int8"])
             ops = 2 * int8.macs
@@ -490,13 +488,13 @@ class SizeRow:
 def speedup_by_size(
     tiers: Sequence[str], sizes: Sequence[tuple[int, int]], rounds: int, runs: int
 ) -> list[SizeRow]:
-    """Every tier at every size (``detectors.reshape.at_input_size``), 1 thread, interleaved.
+    """Every tier at every size (``evals.bench.reshape.at_input_size``), 1 thread, interleaved.
 
     Keeps a tier's channel widths and changes only how many pixels each layer
     sees, so the table separates the two: whether a tier's INT8 gain is bound
     by its width or by its input size.
     """
-    from detectors.reshape import at_input_size
+    from evals.bench.reshape import at_input_size
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1

@@ -19,7 +19,8 @@ from av.packet import Packet
 
 from clients.ws_client import encode_jpeg
 from detectors.card import find_card
-from detectors.onnx_detector import InputBuffers, OnnxDetector, letterbox
+from detectors.network import InputBuffers, letterbox
+from detectors.onnx_detector import OnnxDetector
 from evals.bench.machine import FPS, FRAME_MS
 from evals.tables import percentile, table
 from evals.video_codec import decode_video, encode_video
@@ -88,9 +89,11 @@ def pipeline_rows(
 
     Rounds alternate between the frame sizes, so that both see the same neighbours.
     """
+    from stream.focus import Focus
     from voting import make_voter
 
     detector = OnnxDetector(find_card(tier, "int8"), threads=1)
+    model = detector.model
     buffers = InputBuffers(detector.card.input)  # reused frame after frame, as the server does
     side = max(detector.card.input.width, detector.card.input.height)
     clips = [encoded_clip(w, h, n_frames) for w, h in sizes]
@@ -100,7 +103,8 @@ def pipeline_rows(
     for r in range(rounds):
         for clip in clips[r % len(clips) :] + clips[: r % len(clips)]:
             stages = times[clip.size]
-            voter = make_voter("balanced")
+            voter = make_voter("balanced", model.threshold, model.classes, model.vote)
+            focus = Focus()  # what the vote settled, as a session tells its detector
             yuv: list[av.VideoFrame] = []
             for codec, packets in clip.video.items():
                 frames, ms = decode_video(codec, packets)
@@ -116,16 +120,17 @@ def pipeline_rows(
                 laps.lap("JPEG decode (imdecode)")
                 tensor, box_map = letterbox(image, detector.card.input, buffers)
                 laps.lap("letterbox")
-                heatmap, boxes = detector.infer(tensor)
+                heatmap, boxes = detector.network.run(tensor)
                 laps.lap(f"inference int8 {tier} (1 thread)")
-                candidates = detector.detections(
+                candidates = detector.network.detections(
                     heatmap, boxes, box_map, image.shape[1], image.shape[0],
                     detector.candidate_threshold,
                 )  # fmt: skip
                 laps.lap("output decode (peaks, NMS)")
-                detections = detector.second_looks(image, candidates)
+                detections = detector.second_looks(image, candidates, focus.context(i / FPS))
                 laps.lap("second look (zoom)")
                 update = voter.update(detections, i / FPS, detector.confirmer(image))
+                focus.update(detections, update)
                 laps.lap("voting (balanced)")
                 json.dumps(frame_message([d.to_json() for d in update.detections], i))
                 laps.lap("JSON message")

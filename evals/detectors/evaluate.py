@@ -40,7 +40,8 @@ import numpy.typing as npt
 from detectors.card import MODELS_DIR, ModelCard, list_cards, read_card, update_card
 from detectors.core import Detections, ImageBGR, iou
 from detectors.metrics import AP_IOU, match, median_ms
-from detectors.onnx_detector import OnnxDetector, letterbox
+from detectors.network import letterbox
+from detectors.onnx_detector import OnnxDetector
 from detectors.synth.scenes import (
     GENERATOR_MIX,
     Boxes,
@@ -127,7 +128,7 @@ def average_precision(scored: list[tuple[float, bool]], positives: int) -> float
 def median_latencies_ms(detectors: list[OnnxDetector], rounds: int) -> list[float]:
     """Median single-thread time of each network alone on one letterboxed 640x480 frame."""
     frame = np.zeros((FRAME_HEIGHT, FRAME_WIDTH, 3), np.uint8)
-    calls = [partial(d.infer, letterbox(frame, d.card.input)[0]) for d in detectors]
+    calls = [partial(d.network.run, letterbox(frame, d.card.input)[0]) for d in detectors]
     return median_ms(calls, rounds)
 
 

@@ -41,7 +41,7 @@ DETECTORS_PACKAGE = Path(detectors.__path__[0]).resolve()
 GENERATOR_PACKAGE = DETECTORS_PACKAGE / "synth"
 DETECTOR_CODE = tuple(
     DETECTORS_PACKAGE / name
-    for name in ("onnx_detector.py", "reshape.py", "glyph_check.py", "views.py")
+    for name in ("onnx_detector.py", "network.py", "close_ups.py", "glyph_check.py", "views.py")
 )
 """What turns a frame and a card into detections and checks: letterbox, decoding, the second
 look, the glyph check, and the crops both take."""

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from detectors.card import InputSpec, ModelCard
-from detectors.onnx_detector import InputBuffers, Letterbox, decode, letterbox
+from detectors.network import InputBuffers, Letterbox, decode, letterbox
 
 
 def card(width: int = 320, height: int = 240) -> ModelCard:

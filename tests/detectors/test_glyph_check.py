@@ -139,18 +139,20 @@ def with_glyph(
     constant: float,
     card_threshold: float | None = None,
     threshold: float | None = None,
+    changes: dict[str, object] | None = None,
     **fields: object,
 ) -> OnnxDetector:
     """The shipped ``l`` INT8 detector, copied beside a stand-in glyph check scoring
     ``constant``, at a tenth of a detector run a view; its card's threshold
-    ``card_threshold`` (default: the shipped one), run at ``threshold`` (default: the card's)."""
+    ``card_threshold`` (default: the shipped one) and other fields ``changes``, run at
+    ``threshold`` (default: the card's)."""
     card = find_card("l", "int8")
     copy = tmp_path / card.path.name
     shutil.copy(card.model_path, copy.with_suffix(".onnx"))
     stand_in(tmp_path / "g.onnx", constant)
     spec = GlyphSpec("g.onnx", 0.5, macs=card.macs // 10, **fields)  # type: ignore[arg-type]
     card = dataclasses.replace(
-        card, path=copy, glyph=spec, threshold=card_threshold or card.threshold
+        card, path=copy, glyph=spec, threshold=card_threshold or card.threshold, **(changes or {})
     )
     return OnnxDetector(card, threshold=threshold)
 
@@ -176,21 +178,23 @@ def test_a_detection_the_glyph_check_refuses_is_refused_before_the_turned_check(
 def test_a_detection_the_glyph_check_passes_gets_the_turned_checks_score(  # type: ignore[no-untyped-def]
     tmp_path, fu_frame, turned_min, expected
 ) -> None:
-    detector = with_glyph(tmp_path, 0.9, contexts=(1.1, 1.2, 1.3, 1.4))
-    assert detector.card.zoom is not None
-    zoom = dataclasses.replace(detector.card.zoom, turned_min=turned_min)
-    detector.card = dataclasses.replace(detector.card, zoom=zoom)
+    zoom = find_card("l", "int8").zoom
+    assert zoom is not None
+    changes = {"zoom": dataclasses.replace(zoom, turned_min=turned_min)}
+    detector = with_glyph(tmp_path, 0.9, changes=changes, contexts=(1.1, 1.2, 1.3, 1.4))
     (found,) = detector.detect(fu_frame).items
     confirmer = detector.confirmer(fu_frame)
     assert confirmer is not None and confirmer(found)
     score = confirmer.check(found)
     if expected is None:
-        assert score == detector.turned_score(fu_frame, found, 0.1) >= 0.4
+        assert detector.close_ups is not None
+        assert score == detector.close_ups.turned_score(fu_frame, found, 0.1) >= 0.4
     else:
         assert score == expected and confirmer.min_score == 0.0
     # Four views of a tenth of a run each, and the turned check's close-up if the card has one
-    close_up = 0.0 if turned_min is None else detector.close_up_work
-    assert detector.glyph_work == pytest.approx(0.4, rel=0.01)
+    close_up = 0.0 if turned_min is None else 1.0
+    assert detector.glyph is not None
+    assert detector.glyph.work == pytest.approx(0.4, rel=0.01)
     assert confirmer.work == pytest.approx(0.4 + close_up, rel=0.01)
     assert confirmer.runs == confirmer.work  # a check that passed ran every stage
 

@@ -7,14 +7,10 @@ import numpy as np
 import pytest
 
 from detectors.card import ModelCard, ModelCardError, ZoomSpec, find_card, read_card
+from detectors.close_ups import CloseUps, zoom_out_region, zoom_region
 from detectors.core import Detection, Detections, iou
-from detectors.onnx_detector import (
-    GLYPH_REFUSED,
-    OnnxDetector,
-    suppress,
-    zoom_out_region,
-    zoom_region,
-)
+from detectors.network import suppress
+from detectors.onnx_detector import GLYPH_REFUSED, OnnxDetector
 from detectors.synth.scenes import SceneOptions, make_clip
 
 ASPECT = 4 / 3
@@ -90,6 +86,11 @@ def zoomed(tier: str, precision: str = "int8") -> OnnxDetector:
     return OnnxDetector(card)
 
 
+def close_ups(detector: OnnxDetector) -> CloseUps:
+    assert detector.close_ups is not None
+    return detector.close_ups
+
+
 @pytest.mark.parametrize(("tier", "min_found"), [("s", 0.6), ("m", 0.75), ("l", 0.75)])
 def test_second_look_confirms_real_fu_with_close_up_boxes(tier: str, min_found: float) -> None:
     detector = zoomed(tier)
@@ -108,7 +109,7 @@ def test_first_look_candidates_below_threshold_can_only_pass_through_a_close_up(
     detector = zoomed("l")
     clip = make_clip(3, n_frames=1)
     frame = clip.frames[0]
-    candidates = detector.look(frame, detector.candidate_threshold)
+    candidates = detector.network.look(frame, detector.candidate_threshold)
     assert detector.candidate_threshold < detector.threshold
     reported = detector.detect(frame)
     assert all(d.score >= detector.threshold for d in reported)
@@ -120,20 +121,20 @@ def test_a_candidate_as_big_as_the_frame_keeps_its_first_score() -> None:
     detector = zoomed("l")
     frame = np.zeros((480, 640, 3), np.uint8)
     whole = Detection("fu", 0.9, (100.0, 0.0, 540.0, 480.0))
-    assert detector.close_up_region(frame, whole, ZoomSpec()) is None
-    assert detector.second_look(frame, whole, []) == whole
+    assert close_ups(detector).region(frame, whole, min_zoom=1.0) is None
+    assert close_ups(detector).best(frame, whole, []) == whole
     # under the lowest close-up score kept (the threshold, or the rescue's): dropped
-    weak = Detection("fu", detector.close_up_floor - 0.05, (100.0, 0.0, 540.0, 480.0))
-    assert detector.second_look(frame, weak, []) is None
+    weak = Detection("fu", close_ups(detector).floor - 0.05, (100.0, 0.0, 540.0, 480.0))
+    assert close_ups(detector).best(frame, weak, []) is None
 
 
 def test_a_candidate_on_a_blank_close_up_is_dropped() -> None:
     detector = zoomed("l")
     frame = np.full((480, 640, 3), 128, np.uint8)
     candidate = Detection("fu", 0.95, (300, 220, 340, 260))
-    region = detector.close_up_region(frame, candidate, ZoomSpec())
+    region = close_ups(detector).region(frame, candidate, min_zoom=1.0)
     assert region is not None
-    assert detector.second_look(frame, candidate, [region]) is None
+    assert close_ups(detector).best(frame, candidate, [region]) is None
 
 
 def test_detections_count_the_network_runs_of_both_looks() -> None:
@@ -141,11 +142,11 @@ def test_detections_count_the_network_runs_of_both_looks() -> None:
     zoom = detector.card.zoom
     assert zoom is not None
     frame = make_clip(5, n_frames=1).frames[0]  # a small 福: a close-up at any min_zoom
-    candidates = detector.look(frame, detector.candidate_threshold)[: zoom.max_candidates]
-    close_ups = sum(len(detector.close_up_regions(frame, c, zoom)) for c in candidates)
-    assert close_ups > 0
-    assert detector.detect(frame).runs == 1 + close_ups
-    assert detector.detect(frame).above(0.99).runs == 1 + close_ups
+    candidates = detector.network.look(frame, detector.candidate_threshold)[: zoom.max_candidates]
+    looks = sum(len(close_ups(detector).regions(frame, c)) for c in candidates)
+    assert looks > 0
+    assert detector.detect(frame).runs == 1 + looks
+    assert detector.detect(frame).above(0.99).runs == 1 + looks
     one_look = OnnxDetector(dataclasses.replace(detector.card, zoom=None))
     assert one_look.detect(frame).runs == 1
 
@@ -191,8 +192,9 @@ def test_the_turned_check_confirms_fu_and_refuses_look_alikes_that_read_as_fu_on
     score = confirmer.check(found.items[0])
     assert (score >= 0.4) is turned
     # The glyph check's views, then the close-up unless the glyph check refused (蝠)
-    close_up = 0.0 if score == GLYPH_REFUSED else detector.close_up_work
-    assert confirmer.runs == close_up + detector.glyph_work
+    close_up = 0.0 if score == GLYPH_REFUSED else 1.0
+    assert detector.glyph is not None
+    assert confirmer.runs == close_up + detector.glyph.work
 
 
 def with_zoom(card: ModelCard, **fields: object) -> OnnxDetector:
@@ -230,15 +232,15 @@ def test_the_best_close_up_decides_and_each_is_charged() -> None:
     zoom = detector.card.zoom
     assert zoom is not None
     frame = make_clip(5, n_frames=1).frames[0]  # a small 福: a close-up at every share
-    candidate = detector.look(frame, detector.candidate_threshold)[0]
-    regions = detector.close_up_regions(frame, candidate, zoom)
+    candidate = detector.network.look(frame, detector.candidate_threshold)[0]
+    regions = close_ups(detector).regions(frame, candidate)
     assert len(regions) == 3
-    each = [detector.second_look(frame, candidate, [region]) for region in regions]
-    best = detector.second_look(frame, candidate, regions)
+    each = [close_ups(detector).best(frame, candidate, [region]) for region in regions]
+    best = close_ups(detector).best(frame, candidate, regions)
     assert best is not None
     assert best == max((d for d in each if d is not None), key=lambda d: d.score)
     assert detector.detect(frame).runs == 1 + 3 * len(
-        detector.look(frame, detector.candidate_threshold)[: zoom.max_candidates]
+        detector.network.look(frame, detector.candidate_threshold)[: zoom.max_candidates]
     )
 
 
@@ -257,7 +259,7 @@ def test_a_fu_the_first_look_scores_under_an_earlier_cut_is_found_through_its_cl
     clip = make_clip(seed, 120, content="fu")
     image, truth = clip.frames[frame], tuple(clip.boxes[frame][fu].tolist())
     shipped = OnnxDetector(card)
-    first = [c for c in shipped.look(image, 0.05) if iou(c.box, truth) >= 0.3]
+    first = [c for c in shipped.network.look(image, 0.05) if iou(c.box, truth) >= 0.3]
     assert 0.1 <= first[0].score < cut_before  # a candidate at the shipped cut only
     found = [d for d in shipped.detect(image) if iou(d.box, truth) >= 0.5]
     assert len(found) == 1 and found[0].score >= 0.85  # its close-up reads it plainly
@@ -293,7 +295,7 @@ def test_without_zoom_the_detector_reports_the_first_look() -> None:
     card = dataclasses.replace(find_card("l", "int8"), zoom=None)
     detector = OnnxDetector(card)
     frame = make_clip(3, n_frames=1).frames[0]
-    assert list(detector.detect(frame)) == detector.look(frame, card.threshold)
+    assert list(detector.detect(frame)) == detector.network.look(frame, card.threshold)
 
 
 @pytest.mark.parametrize(

@@ -142,8 +142,8 @@ def test_half_video_frames_give_the_same_detections():
     detector = load_detector("l")
     frames = vp8_frames("fu", 3) + vp8_frames("negative", 4) + vp8_frames("fu", 5)
     for decode in map(video_frame_decoder, frames):
-        full = detector.look(decode(), detector.threshold)
-        half = detector.look(decode.half(), detector.threshold)
+        full = detector.network.look(decode(), detector.threshold)
+        half = detector.network.look(decode.half(), detector.threshold)
         near = [d for d in (*full, *half) if abs(d.score - detector.threshold) < 0.05]
         if near:
             continue

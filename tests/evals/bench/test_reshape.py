@@ -7,7 +7,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from detectors.card import find_card
-from detectors.reshape import at_input_size, halved
+from evals.bench.reshape import at_input_size, halved
 
 
 def run(model: onnx.ModelProto, tensor: np.ndarray) -> list[np.ndarray]:

@@ -1,0 +1,51 @@
+"""What a session tells its detector before each frame: what the vote has already settled.
+
+A second look costs a network run per close-up. A track the vote has recognized
+needs none while the first look alone scores it at the threshold, and a
+candidate its close-ups refused a moment ago needs none again yet
+(:meth:`detectors.onnx_detector.OnnxDetector.detect_in`). The session keeps that
+knowledge here, as plain data, and hands it to the detector as a
+:class:`~detectors.core.FrameContext`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from detectors.core import Box, Detections, FrameContext, Verdict
+from voting.core import VoteUpdate
+
+
+@dataclass(slots=True)
+class Focus:
+    """Recognized tracks and recent verdicts of one stream, in pixels of frames as received."""
+
+    recognized: dict[int, tuple[str, Box]] = field(default_factory=dict)
+    """Track id -> label and latest box of each track recognized and not lost."""
+    verdicts: tuple[Verdict, ...] = ()
+
+    def context(self, t: float, scale: float = 1.0) -> FrameContext:
+        """The context of the frame at media time ``t``, whose detector sees it ``scale``
+        times the size received."""
+        return FrameContext(
+            t,
+            tuple((label, _scaled(box, scale)) for label, box in self.recognized.values()),
+            tuple(dataclasses.replace(v, box=_scaled(v.box, scale)) for v in self.verdicts),
+        )
+
+    def update(self, detections: Detections, update: VoteUpdate) -> None:
+        """Take in a frame's ``detections`` (boxes as received) and what the vote made of them."""
+        for event in update.events:
+            if event.event == "lost":
+                self.recognized.pop(event.track, None)
+            elif event.box is not None:
+                self.recognized[event.track] = (event.label, event.box)
+        for tracked in update.detections:
+            if tracked.track in self.recognized:
+                self.recognized[tracked.track] = (tracked.label, tracked.box)
+        self.verdicts = detections.verdicts
+
+
+def _scaled(box: Box, factor: float) -> Box:
+    return (box[0] * factor, box[1] * factor, box[2] * factor, box[3] * factor)
