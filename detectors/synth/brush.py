@@ -148,7 +148,7 @@ def run_together(rng: Rng, mask: Mask) -> Mask:
     angle = rng.normal(-35, 25)
     turn = cv2.getRotationMatrix2D((length / 2 - 0.5, length / 2 - 0.5), angle, 1)
     line = (cv2.warpAffine(line.astype(np.float32), turn, (length, length)) > 0.3).astype(np.uint8)
-    joined = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, line)
+    joined = np.maximum(mask, cv2.morphologyEx(mask, cv2.MORPH_CLOSE, line))
     filled = joined.copy()
     holes = (joined < _INK).astype(np.uint8)
     count, labels, stats, _ = cv2.connectedComponentsWithStats(holes, connectivity=4)
