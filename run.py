@@ -18,6 +18,7 @@ from clients.ws_client import add_arguments as client_arguments
 from detectors.card import MODELS_DIR
 from detectors.objects.cli import add_arguments as targets_arguments
 from detectors.synth.scenes import add_scene_arguments, scene_options
+from evals import real as eval_real
 from stream.admission import ServerConfig
 
 OWN_PARSERS = {
@@ -170,6 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_scene_arguments(eval_hw, clips=True)
 
+    real = sub.add_parser(
+        "eval-real", help="real pictures of 福 held up to a phone: recall, stages"
+    )
+    eval_real.add_arguments(real)
+
     args, rest = parser.parse_known_args(argv)
     if args.command in OWN_PARSERS:
         module = importlib.import_module(OWN_PARSERS[args.command][0])
@@ -254,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
             scene_options(args),
             args.models_dir,
         )
+    if args.command == "eval-real":
+        return eval_real.run(args)
     parser.error(f"unknown command {args.command}")
     return 2
 

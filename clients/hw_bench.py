@@ -12,11 +12,12 @@ and that the real-time run gives the same frames and events as the fast one.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -208,12 +209,10 @@ class ClipRun:
 
 
 async def clip_frames(clip: EvalClip) -> TimedFrames:
-    for i, image in enumerate(clip.frames):
-        yield i / clip.fps, _constant(image)
-
-
-def _constant(image: ImageBGR) -> Callable[[], ImageBGR]:
-    return lambda: image
+    """The clip's frames, each taken from ``clip.frames`` only if the session processes it
+    (a sequence may render its frames when asked)."""
+    for i in range(len(clip.frames)):
+        yield i / clip.fps, functools.partial(clip.frames.__getitem__, i)
 
 
 async def run_clip(
