@@ -108,12 +108,12 @@ def bleed(rng: Rng, mask: Mask) -> Mask:
     """Ink soaked into the paper: a ragged edge, and a faint halo around the strokes."""
     side = mask.shape[0]
     grain = rng.uniform(0, 1, (side, side)).astype(np.float32)
-    grain = cv2.GaussianBlur(grain, (0, 0), 0.8)
+    grain = np.asarray(cv2.GaussianBlur(grain, (0, 0), 0.8), np.float32)
     soft = cv2.GaussianBlur(mask.astype(np.float32) / 255, (0, 0), side * rng.uniform(0.008, 0.02))
     ragged = soft + (grain - 0.5) * rng.uniform(0.3, 0.8)
     core = np.where(ragged > 0.5, 255.0, 0.0)
     halo = np.clip(soft * 2, 0, 1) * 255 * rng.uniform(0.0, 0.3)
-    return np.clip(np.maximum(core, halo), 0, 255).astype(np.uint8)
+    return np.asarray(np.clip(np.maximum(core, halo), 0, 255), np.uint8)
 
 
 def dry(rng: Rng, mask: Mask) -> Mask:
@@ -127,10 +127,12 @@ def dry(rng: Rng, mask: Mask) -> Mask:
     turn = cv2.getRotationMatrix2D((length / 2 - 0.5, length / 2 - 0.5), rng.uniform(0, 180), 1)
     line = np.asarray(cv2.warpAffine(line, turn, (length, length)), np.float32)
     line /= max(float(line.sum()), 1e-6)
-    streaks = cv2.filter2D(streaks, -1, line)
+    streaks = np.asarray(cv2.filter2D(streaks, -1, line), np.float32)
     streaks = (streaks - streaks.mean()) / max(float(streaks.std()), 1e-6)
     # Thin ink (near a stroke's edge or end) breaks first.
-    depth = cv2.distanceTransform((mask >= _INK).astype(np.uint8), cv2.DIST_L2, 3)
+    depth = np.asarray(
+        cv2.distanceTransform((mask >= _INK).astype(np.uint8), cv2.DIST_L2, 3), np.float32
+    )
     depth /= max(float(depth.max()), 1e-6)
     gaps = streaks > rng.uniform(0.6, 1.6) + depth * rng.uniform(0.5, 2.0)
     out = mask.copy()
@@ -167,8 +169,8 @@ def centre_lines(mask: Mask) -> Mask:
     cross = cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3))
     skeleton = np.zeros_like(ink)
     while ink.any():
-        eroded = cv2.erode(ink, cross)
-        skeleton |= ink - cv2.dilate(eroded, cross)
+        eroded = np.asarray(cv2.erode(ink, cross), np.uint8)
+        skeleton |= ink - np.asarray(cv2.dilate(eroded, cross), np.uint8)
         ink = eroded
     return skeleton * np.uint8(255)
 

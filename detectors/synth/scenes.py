@@ -469,8 +469,8 @@ def _decoration(
     if not gold_paper:  # gold flecks
         spots = (rng.random((side, side)) < rng.uniform(0, 0.004)).astype(np.uint8)
         size = 2 * max(1, round(side * rng.uniform(0.002, 0.008))) + 1
-        spots = cv2.dilate(spots, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (size, size)))
-        fleck = spots > 0
+        disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (size, size))
+        fleck = np.asarray(cv2.dilate(spots, disc)) > 0
         color[fleck] = _GOLD * rng.uniform(0.8, 1.2, (int(fleck.sum()), 1)).astype(np.float32)
     trim = tuple(float(v) for v in (_GOLD if not gold_paper else np.array((30, 30, 170))))
     thick = max(1, round(side * rng.uniform(0.006, 0.02)))
