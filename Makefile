@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: run cluster test lint types unit coverage bench system-deps train-deps clean
+.PHONY: run cluster test lint types unit coverage bench system-deps train-deps fonts clean
 
 # Re-install only when pyproject.toml changes.
 $(VENV)/.run-deps: pyproject.toml
@@ -74,8 +74,37 @@ bench: $(VENV)/.run-deps
 	$(PY) run.py bench
 
 # Training only (PyTorch, onnx): see docs/detector.md. Never needed by run or test.
-train-deps: $(VENV)/.dev-deps
+train-deps: $(VENV)/.dev-deps fonts
 	$(PY) -m pip install -q -e '.[train]'
+
+# The fonts the glyph bank is rendered from (detectors/synth/glyphs.py; training only, the bank
+# is committed): Debian's CJK print, kai, brush and handwriting faces, and the npm registry's
+# fontsource calligraphy families (all OFL-1.1) into build/fonts.
+FONT_PACKAGES := fonts-noto-cjk fonts-arphic-ukai fonts-arphic-uming fonts-arphic-gkai00mp \
+	fonts-cwtex-fs fonts-cwtex-heib fonts-cwtex-kai fonts-cwtex-ming fonts-cwtex-yen \
+	fonts-lxgw-wenkai fonts-wqy-microhei fonts-wqy-zenhei fonts-cns11643-kai \
+	fonts-kouzan-mouhitsu fonts-aoyagi-kouzan-t fonts-aoyagi-soseki fonts-klee fonts-seto \
+	fonts-kiloji
+FONTSOURCE_PACKAGES := @fontsource/ma-shan-zheng@5.3.1 @fontsource/zhi-mang-xing@5.3.0 \
+	@fontsource/liu-jian-mao-cao@5.3.0 @fontsource/long-cang@5.3.0 \
+	@fontsource/yuji-syuku@5.3.0 @fontsource/yuji-boku@5.3.0 @fontsource/yuji-mai@5.3.0 \
+	@fontsource/zcool-kuaile@5.3.0 @fontsource/zcool-qingke-huangyou@5.3.0 \
+	@fontsource/yusei-magic@5.3.0 @fontsource/hachi-maru-pop@5.3.0
+fonts:
+	@missing=""; \
+	for package in $(FONT_PACKAGES); do \
+	  [ "$$(dpkg-query -W -f='$${db:Status-Status}' $$package 2>/dev/null)" = installed ] \
+	    || missing="$$missing $$package"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else \
+	    echo "missing Debian packages: run 'sudo apt-get install$$missing'"; exit 1; \
+	  fi; \
+	fi
+	mkdir -p build/fonts
+	npm install --prefix build/fonts --no-save --no-audit --no-fund --silent $(FONTSOURCE_PACKAGES)
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache

@@ -21,7 +21,42 @@ FESTIVE = "春喜寿财"
 LOOK_ALIKES = HARD_NEGATIVES + FESTIVE
 """Every character of the bank but 福."""
 CHARACTERS = TARGET + LOOK_ALIKES
-HELD_OUT_FONTS = ("cwtex-kai", "lxgw-wenkai", "noto-serif-tc-bold", "wqy-zenhei")
+HAND_FONTS = (
+    "ma-shan-zheng",
+    "zhi-mang-xing",
+    "liu-jian-mao-cao",
+    "long-cang",
+    "yuji-syuku",
+    "yuji-boku",
+    "yuji-mai",
+    "kouzan-kaisho",
+    "kouzan-gyosho",
+    "kouzan-sosho",
+    "aoyagi-kouzan",
+    "aoyagi-soseki",
+    "arphic-gkai",
+    "tw-kai",
+    "zcool-kuaile",
+    "zcool-qingke-huangyou",
+    "yusei-magic",
+    "hachi-maru-pop",
+    "klee",
+    "seto",
+    "kiloji",
+)
+"""Faces written by hand: brush calligraphy (regular, running and cursive script), designed
+display faces and handwriting. Their glyphs are a pool of their own (``load_glyphs(...,
+hand=True)``), drawn from only as often as a scene asks, so that the generator's own mix
+keeps the print faces it always had."""
+HELD_OUT_FONTS = (
+    "cwtex-kai",
+    "lxgw-wenkai",
+    "noto-serif-tc-bold",
+    "wqy-zenhei",
+    "zhi-mang-xing",
+    "kouzan-sosho",
+    "yusei-magic",
+)
 """Fonts whose glyphs only the evaluation split sees."""
 
 
@@ -35,9 +70,10 @@ class GlyphSet:
     negative_chars: npt.NDArray[np.str_]
 
 
-@lru_cache(maxsize=2)
-def load_glyphs(split: str) -> GlyphSet:
-    """The glyphs of ``split`` ("train" or "eval"), from the committed bank.
+@lru_cache(maxsize=4)
+def load_glyphs(split: str, hand: bool = False) -> GlyphSet:
+    """The glyphs of ``split`` ("train" or "eval"), from the committed bank: of the print
+    faces, or with ``hand`` of the hand-written ones (``HAND_FONTS``).
 
     Raises:
         ValueError: ``split`` is neither "train" nor "eval".
@@ -47,7 +83,7 @@ def load_glyphs(split: str) -> GlyphSet:
     with np.load(BANK_PATH) as bank:
         masks, chars, fonts = bank["masks"], bank["chars"], bank["fonts"]
     held_out = np.isin(fonts, HELD_OUT_FONTS)
-    in_split = held_out if split == "eval" else ~held_out
+    in_split = (held_out if split == "eval" else ~held_out) & (np.isin(fonts, HAND_FONTS) == hand)
     is_target = chars == TARGET
     others = in_split & ~is_target
     return GlyphSet(masks[in_split & is_target], masks[others], chars[others])

@@ -33,6 +33,7 @@ import numpy.typing as npt
 from detectors.core import ImageBGR
 from detectors.synth.backgrounds import load_photos
 from detectors.synth.bank import LOOK_ALIKES, load_glyphs
+from detectors.synth.brush import handwritten
 
 Content = Literal["fu", "negative", "empty", "mixed"]
 Split = Literal["train", "eval"]
@@ -140,6 +141,16 @@ class SceneOptions:
     """Look-alike characters drawn more often: a look-alike poster is one of them with
     probability ``favoured_share`` (and any, these too, otherwise)."""
     favoured_share: float = 0.0
+    hand_share: float = 0.0
+    """The share of characters (福 and look-alikes alike) drawn from the hand-written faces
+    (``bank.HAND_FONTS``: brush calligraphy, display faces, handwriting) instead of print."""
+    brush_share: float = 0.0
+    """The share of characters written again by a hand (:func:`brush.handwritten`: brush
+    pressure, bleed, dry brush, deformation, strokes run together, or a marker's thin line)."""
+    media_share: float = 0.0
+    """The share of posters printed as door decorations (:func:`_decoration`: red or gold
+    paper with gold flecks, borders and ornaments, gold foil or black ink, glossy film), and
+    of stills lit by a room's lamps (:func:`_room_light`)."""
 
     def __post_init__(self) -> None:
         unknown = set(self.favoured_look_alikes) - set(LOOK_ALIKES)
@@ -155,6 +166,9 @@ class SceneOptions:
             "low_contrast_share",
             "ornament_share",
             "favoured_share",
+            "hand_share",
+            "brush_share",
+            "media_share",
         ):
             share = getattr(self, name)
             if share is not None and not 0.0 <= share <= 1.0:
@@ -263,6 +277,27 @@ def add_scene_arguments(parser: argparse.ArgumentParser, clips: bool = False) ->
         "%(default)s; the rest are drawn from all, those too)",
     )
     parser.add_argument(
+        "--hand-share",
+        type=share_argument,
+        default=0.0,
+        help="share of characters in hand-written faces: brush calligraphy in regular, "
+        "running and cursive script, handwriting (default %(default)s)",
+    )
+    parser.add_argument(
+        "--brush-share",
+        type=share_argument,
+        default=0.0,
+        help="share of characters written again by a hand: brush pressure, ink bleed, dry "
+        "brush, deformation, strokes run together, or a marker's line (default %(default)s)",
+    )
+    parser.add_argument(
+        "--media-share",
+        type=share_argument,
+        default=0.0,
+        help="share of posters printed as door decorations (gold-flecked red paper, borders, "
+        "gold foil, glossy film) and of stills under room light (default %(default)s)",
+    )
+    parser.add_argument(
         "--aimed",
         action="store_true",
         help="the first poster (a 福 where there is one) in the middle of the scene, where a "
@@ -283,6 +318,9 @@ def scene_options(args: argparse.Namespace) -> SceneOptions:
         getattr(args, "negative_share", NEGATIVE_SHARE),
         args.favoured_look_alikes,
         args.favoured_share,
+        args.hand_share,
+        args.brush_share,
+        args.media_share,
     )
 
 
@@ -361,6 +399,9 @@ def _glyph_ink(
 def _make_poster(
     rng: Rng, mask: npt.NDArray[np.uint8], glyph_side: int, options: SceneOptions
 ) -> Poster:
+    # Drawn only when asked for: the generator's own mix stays as it was.
+    if options.media_share > 0 and rng.random() < options.media_share:
+        return _decoration(rng, mask, glyph_side, options)
     style = str(rng.choice(_STYLES, p=options.style_p()))
     lo, hi = _GLYPH_FRACTION.get(style, (1.0, 1.0))
     side = max(glyph_side, round(glyph_side / rng.uniform(lo, hi)))
@@ -384,6 +425,14 @@ def _make_poster(
     shade = np.linspace(rng.uniform(0.8, 1.0), rng.uniform(0.9, 1.15), side, dtype=np.float32)
     paper_img = paper_bgr * (shade[:, None, None] if rng.random() < 0.5 else shade[None, :, None])
     color = paper_img * (1 - ink[..., None]) + ink_bgr * ink[..., None]
+    return _poster(color, np.maximum(base, ink), ink, upside_down, style == "bare")
+
+
+def _poster(
+    color: FloatImage, alpha: FloatImage, ink: FloatImage, upside_down: bool, bare: bool
+) -> Poster:
+    """A poster of its colour, coverage and character's ink, with the ink's and radical's
+    boxes measured on the ink."""
     ys, xs = np.nonzero(ink > 0.3)
     x0, y0, x1, y1 = (
         (float(xs.min()), float(ys.min()), float(xs.max() + 1), float(ys.max() + 1))
@@ -392,14 +441,106 @@ def _make_poster(
     )
     radical = RADICAL_SHARE * (x1 - x0)
     radical_box = (x1 - radical, y0, x1, y1) if upside_down else (x0, y0, x0 + radical, y1)
-    return Poster(
-        color.astype(np.float32),
-        np.maximum(base, ink),
-        (x0, y0, x1, y1),
-        radical_box,
-        ink,
-        style == "bare",
+    return Poster(color.astype(np.float32), alpha, (x0, y0, x1, y1), radical_box, ink, bare)
+
+
+_DECORATION_PAPERS = ((35, 30, 200), (30, 20, 165), (45, 40, 215), (50, 170, 225))
+"""BGR: vermilion, deep red and bright red paper, and gold paper."""
+_GOLD = np.array((50, 175, 230), np.float32)
+
+
+def _decoration(
+    rng: Rng, mask: npt.NDArray[np.uint8], glyph_side: int, options: SceneOptions
+) -> Poster:
+    """A door decoration: a 斗方 diamond or a square of red (or gold) paper flecked with gold,
+    an inset border and corner ornaments, the character in black or gold foil; some under
+    glossy film that throws back a band of light. The character's ink is what its label
+    covers; the flecks, borders and ornaments are paper."""
+    diamond = rng.random() < 0.5
+    side = max(
+        glyph_side, round(glyph_side / rng.uniform(*((0.5, 0.62) if diamond else (0.55, 0.8))))
     )
+    paper = np.array(_DECORATION_PAPERS[rng.integers(len(_DECORATION_PAPERS))], np.float32)
+    paper = np.clip(paper + rng.normal(0, 10, 3), 0, 255).astype(np.float32)
+    gold_paper = paper[2] > 200 and paper[1] > 120
+    color = np.empty((side, side, 3), np.float32)
+    color[:] = paper
+    color *= 1 + rng.normal(0, 0.04, (side, side, 1)).astype(np.float32)  # paper grain
+    if not gold_paper:  # gold flecks
+        spots = (rng.random((side, side)) < rng.uniform(0, 0.004)).astype(np.uint8)
+        size = 2 * max(1, round(side * rng.uniform(0.002, 0.008))) + 1
+        disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (size, size))
+        fleck = np.asarray(cv2.dilate(spots, disc)) > 0
+        color[fleck] = _GOLD * rng.uniform(0.8, 1.2, (int(fleck.sum()), 1)).astype(np.float32)
+    trim = tuple(float(v) for v in (_GOLD if not gold_paper else np.array((30, 30, 170))))
+    thick = max(1, round(side * rng.uniform(0.006, 0.02)))
+    shape = np.zeros((side, side), np.uint8)
+    centre = side / 2
+    for inset in (0.0, *rng.uniform(0.03, 0.1, int(rng.integers(0, 3)))):
+        half = centre * (1 - 2 * inset)
+        if diamond:
+            outline = np.array(
+                [[centre, centre - half], [centre + half, centre], [centre, centre + half],
+                 [centre - half, centre]]
+            )  # fmt: skip
+        else:
+            outline = np.array(
+                [[centre - half, centre - half], [centre + half, centre - half],
+                 [centre + half, centre + half], [centre - half, centre + half]]
+            )  # fmt: skip
+        points = np.round(outline).astype(np.int32)
+        if inset == 0.0:
+            cv2.fillConvexPoly(shape, points, 255, cv2.LINE_AA)
+        else:
+            cv2.polylines(color, [points], True, trim, thick, cv2.LINE_AA)
+            if rng.random() < 0.5:  # an ornament at each corner
+                r = max(2, round(side * rng.uniform(0.015, 0.04)))
+                for x, y in points:
+                    cv2.circle(
+                        color, (int(x), int(y)), r, trim, -1 if rng.random() < 0.5 else thick
+                    )
+    ink = np.zeros((side, side), np.float32)
+    offset = (side - glyph_side) // 2
+    glyph, upside_down = _glyph_ink(rng, mask, glyph_side, options.upside_down_share)
+    ink[offset : offset + glyph_side, offset : offset + glyph_side] = glyph
+    if gold_paper or rng.random() < 0.45:
+        ink_bgr = np.clip(rng.normal(15, 6, 3), 0, 60).astype(np.float32)  # black
+        ink_img = np.broadcast_to(ink_bgr, (side, side, 3))
+    else:  # gold foil: its brightness varies with the light across the crumpled foil
+        sheen = cv2.GaussianBlur(
+            rng.uniform(0.6, 1.3, (side, side)).astype(np.float32), (0, 0), side * 0.02
+        )
+        ink_img = _GOLD * rng.uniform(0.8, 1.1) * sheen[..., None]
+    color = color * (1 - ink[..., None]) + ink_img * ink[..., None]
+    if rng.random() < 0.4:
+        color = _glossy(rng, color)
+    alpha = np.maximum(shape.astype(np.float32) / 255.0, ink)
+    return _poster(np.clip(color, 0, 255), alpha, ink, upside_down, False)
+
+
+def _glossy(rng: Rng, color: FloatImage) -> FloatImage:
+    """Glossy film over a poster: a soft band of reflected light across it, washing out what
+    is under it by up to 70 %."""
+    side = color.shape[0]
+    angle = rng.uniform(0, np.pi)
+    ys, xs = np.mgrid[0:side, 0:side].astype(np.float32) / side - 0.5
+    across = xs * np.cos(angle) + ys * np.sin(angle) - rng.uniform(-0.4, 0.4)
+    band = np.exp(-((across / rng.uniform(0.04, 0.2)) ** 2)) * rng.uniform(0.3, 0.7)
+    return np.asarray(color * (1 - band[..., None]) + 250 * band[..., None], np.float32)
+
+
+def _room_light(rng: Rng, canvas: FloatImage) -> None:
+    """A room's lamps, in place: a warm or cool cast, a bright spot where the lamp is and
+    the corners falling off (vignetting)."""
+    height, width = canvas.shape[:2]
+    warm = rng.uniform(-1, 1)
+    cast = np.array((1 - 0.2 * warm, 1.0, 1 + 0.15 * warm), np.float32)
+    ys, xs = np.mgrid[0:height, 0:width].astype(np.float32)
+    cx, cy = rng.uniform(0, width), rng.uniform(0, height)
+    spread = max(width, height) * rng.uniform(0.4, 1.2)
+    lamp = 1 + rng.uniform(0.1, 0.5) * np.exp(-((xs - cx) ** 2 + (ys - cy) ** 2) / spread**2)
+    edge = ((xs / width - 0.5) ** 2 + (ys / height - 0.5) ** 2) * rng.uniform(0.3, 1.2)
+    canvas *= (lamp * (1 - edge) * rng.uniform(0.6, 1.0))[..., None] * cast
 
 
 def _placement(
@@ -770,11 +911,17 @@ def _place_posters(
     scale = min(width, height)
     log_low, log_high = (np.log(share) for share in options.glyph_fill)
     for is_target in kinds:
-        pool = glyphs.target if is_target else glyphs.negatives
+        source = glyphs
         # Drawn only when asked for, as below: the generator's own mix stays as it was.
+        if options.hand_share > 0 and rng.random() < options.hand_share:
+            source = load_glyphs(split, hand=True)
+        pool = source.target if is_target else source.negatives
         if not is_target and options.favoured_share and rng.random() < options.favoured_share:
-            pool = pool[np.isin(glyphs.negative_chars, list(options.favoured_look_alikes))]
+            favoured = pool[np.isin(source.negative_chars, list(options.favoured_look_alikes))]
+            pool = favoured if len(favoured) else pool
         mask = pool[rng.integers(len(pool))]
+        if options.brush_share > 0 and rng.random() < options.brush_share:
+            mask = handwritten(rng, mask)
         glyph_side = max(12, round(scale * np.exp(rng.uniform(log_low, log_high))))
         poster = _make_poster(rng, mask, glyph_side, options)
         aimed = options.aimed and not taken
@@ -871,6 +1018,8 @@ def render_posters(
     placed = _place_posters(rng, canvas, split, picked, options)
     if rng.random() < 0.2:
         _clutter(rng, canvas, 1)  # may occlude a poster a little, like a hand or a door frame
+    if options.media_share > 0 and rng.random() < options.media_share:
+        _room_light(rng, canvas)
     return PosterScene(
         _degrade(rng, canvas),
         _clip_boxes(placed.targets, width, height),

@@ -187,6 +187,9 @@ def test_with_cut_look_alikes_a_fu_cut_far_by_the_edge_is_ignored_not_labelled()
         "low_contrast_share",
         "ornament_share",
         "favoured_share",
+        "hand_share",
+        "brush_share",
+        "media_share",
     ],
 )
 def test_scene_options_refuse_a_share_outside_0_1(name: str, share: float) -> None:
@@ -435,6 +438,10 @@ def test_a_clip_follows_its_scene_options_and_refuses_the_stills_own() -> None:
         (["--bare-ink-share", "1"], SceneOptions(bare_ink_share=1.0)),
         (["--ornament-share", "0.4"], SceneOptions(ornament_share=0.4)),
         (
+            ["--hand-share", "0.3", "--brush-share", "0.2", "--media-share", "0.1"],
+            SceneOptions(hand_share=0.3, brush_share=0.2, media_share=0.1),
+        ),
+        (
             ["--favoured-look-alikes", "逼富", "--favoured-share", "0.3"],
             SceneOptions(favoured_look_alikes="逼富", favoured_share=0.3),
         ),
@@ -525,3 +532,59 @@ def test_scenes_and_clips_on_ornaments_keep_their_labels_in_the_frame() -> None:
         assert (boxes[:, 2:] <= (320, 240)).all() and (boxes >= 0).all()
     clip = make_clip(3, n_frames=2, options=options)
     assert _edge_share(clip.frames[0].astype(np.float32)) > 0.05 and len(clip.boxes[0]) >= 1
+
+
+# --- the world's 福: hand-written faces, a hand's strokes, door decorations --------------------
+
+WORLD = SceneOptions(hand_share=1.0, brush_share=1.0, media_share=1.0)
+
+
+def test_hand_written_faces_are_a_pool_of_their_own_split_by_font() -> None:
+    for split in ("train", "eval"):
+        hand, printed = load_glyphs(split, hand=True), load_glyphs(split)
+        assert len(hand.target) > 0 and len(hand.negatives) > 0
+        for mask in hand.target:
+            assert not any(np.array_equal(mask, other) for other in printed.target)
+    for mask in load_glyphs("eval", hand=True).target:
+        assert not any(np.array_equal(mask, other) for other in load_glyphs("train", True).target)
+
+
+def test_world_scenes_are_deterministic_and_labelled_in_the_frame() -> None:
+    for seed in range(6):
+        image, boxes, _ = render_scene(seed, 320, 240, "train", "fu", WORLD)
+        again, same_boxes, _ = render_scene(seed, 320, 240, "train", "fu", WORLD)
+        np.testing.assert_array_equal(image, again)
+        np.testing.assert_array_equal(boxes, same_boxes)
+        assert 1 <= len(boxes) <= 3
+        assert (boxes[:, 2:] <= (320, 240)).all() and (boxes >= 0).all()
+        negative = render_posters(seed, 320, 240, "eval", "negative", WORLD)
+        assert len(negative.boxes) == 0 and len(negative.others) >= 1
+
+
+def test_a_decorations_label_is_its_characters_ink_not_its_paper_or_trim() -> None:
+    rng = np.random.default_rng(0)
+    fu = load_glyphs("train").target[0]
+    for _ in range(12):
+        poster = scenes._decoration(rng, fu, 60, WORLD)
+        x0, y0, x1, y1 = poster.ink_box
+        side = poster.alpha.shape[0]
+        assert side > 60 and poster.alpha.max() == pytest.approx(1.0)
+        ys, xs = np.nonzero(poster.ink > 0.3)
+        assert (x0, y0, x1, y1) == (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1)
+        assert max(x1 - x0, y1 - y0) >= 58  # the whole glyph, centred on the paper
+        assert poster.color.min() >= 0 and poster.color.max() <= 255
+
+
+def test_the_worlds_shares_at_zero_leave_the_scene_as_the_mix_makes_it() -> None:
+    options = SceneOptions(hand_share=0.0, brush_share=0.0, media_share=0.0)
+    for seed in range(4):
+        mixed = render_posters(seed, 64, 48, "train", "mixed")
+        world = render_posters(seed, 64, 48, "train", "mixed", options)
+        assert all(np.array_equal(a, b) for a, b in zip(mixed, world, strict=True))
+
+
+def test_room_light_darkens_the_corners_and_casts_a_colour() -> None:
+    canvas = np.full((60, 80, 3), 128.0, np.float32)
+    scenes._room_light(np.random.default_rng(1), canvas)
+    assert canvas[0, 0].mean() < canvas[30, 40].mean()
+    assert np.ptp(canvas[30, 40]) > 0
