@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: run test lint types unit coverage bench system-deps train-deps clean
+.PHONY: run cluster test lint types unit coverage bench system-deps train-deps clean
 
 # Re-install only when pyproject.toml changes.
 $(VENV)/.run-deps: pyproject.toml
@@ -21,15 +21,21 @@ $(VENV)/.dev-deps: pyproject.toml $(VENV)/.run-deps
 run: $(VENV)/.run-deps
 	$(PY) run.py serve --host $(HOST) --port $(PORT)
 
+# Redis + HAProxy + 3 servers on loopback behind http://127.0.0.1:$(PORT)/ (docs/deploy.md).
+cluster: $(VENV)/.run-deps system-deps
+	$(PY) run.py cluster --port $(PORT)
+
 # Debian packages the tests need: chromium drives the real-browser tests (Playwright's own
 # download does not work offline); the wallpaper packages hold photos of the training scenes
-# (DEBIAN_PHOTOS in detectors/synth/backgrounds.py).
+# (DEBIAN_PHOTOS in detectors/synth/backgrounds.py); redis-server and haproxy run the cluster
+# tests and `make cluster`.
+CLUSTER_PACKAGES := redis-server haproxy
 WALLPAPER_PACKAGES := mate-backgrounds plasma-workspace-wallpapers ukui-wallpapers \
 	lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 gnome-backgrounds
 system-deps:
 	@missing=""; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
-	for package in $(WALLPAPER_PACKAGES); do \
+	for package in $(WALLPAPER_PACKAGES) $(CLUSTER_PACKAGES); do \
 	  [ "$$(dpkg-query -W -f='$${db:Status-Status}' $$package 2>/dev/null)" = installed ] \
 	    || missing="$$missing $$package"; \
 	done; \
@@ -41,9 +47,11 @@ system-deps:
 	  fi; \
 	fi
 
+# lint-imports: the layering in pyproject's [tool.importlinter] (a package imports only those below).
 lint: $(VENV)/.dev-deps
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(VENV)/bin/lint-imports
 
 types: $(VENV)/.dev-deps
 	$(PY) -m mypy

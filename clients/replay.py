@@ -18,7 +18,6 @@ import numpy as np
 from tqdm import tqdm
 
 from clients.annotate import annotate
-from clients.cli_types import positive_number
 from clients.clips import VideoPathError, check_video_path
 from clients.labels import ClipLabels, LabelError, ReplayScore, read_labels, score_replay
 from clients.report import ClipResult, write_report
@@ -32,6 +31,7 @@ from clients.sources import (
     video_frames,
 )
 from detectors.core import ImageBGR
+from stream.cli_types import positive_number
 from stream.images import video_frame_decoder
 from stream.pipelines import OptionError, Pipelines, SessionOptions
 from stream.session import Message, Session, SessionError
@@ -293,7 +293,7 @@ async def replay_all(
     return results, skipped
 
 
-def replay_main(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Exit status: 0, 2 for bad arguments or input, 1 if processing failed."""
     with contextlib.ExitStack() as stack:
 

@@ -22,9 +22,9 @@ import cv2
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, WebSocketException
 
-from clients.cli_types import positive_number
 from clients.sources import SourceError, bgr_frames, opened
 from detectors.core import ImageBGR
+from stream.cli_types import positive_number
 
 DEFAULT_URL = "ws://127.0.0.1:8080/ws"
 STATUS_HINTS = {
@@ -185,3 +185,8 @@ def client_main(
         print(f"client: {connection_problem(url, exc)}", file=sys.stderr)
         return 2
     return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    options = {k: v for k, v in (("profile", args.profile), ("tier", args.tier)) if v}
+    return client_main(args.url, args.source, args.fps, options, args.token)

@@ -112,6 +112,4 @@ class GlyphCheck:
         """The probability that ``box`` in ``image`` holds 福: the least over the spec's views."""
         side, channels = self.spec.side, self.channels
         crops = [glyph_crop(image, box, side, c, channels) for c in self.spec.contexts]
-        if self.spec.turned:
-            crops += [crop[::-1, ::-1] for crop in crops]
         return float(self.scores(np.stack(crops)).min())

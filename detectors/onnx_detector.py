@@ -30,7 +30,6 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 import numpy.typing as npt
-import onnx
 import onnxruntime as ort
 
 from detectors.card import InputSpec, ModelCard, ModelCardError, ZoomSpec, find_card
@@ -45,7 +44,6 @@ from detectors.core import (
     require_bgr_image,
 )
 from detectors.glyph_check import GlyphCheck
-from detectors.reshape import at_input_size
 from detectors.shared_weights import check_donors
 from detectors.views import view, within
 
@@ -278,13 +276,6 @@ class OnnxDetector:
         check_donors(card.model_path)  # borrowed bytes from a changed file would run silently
         self.network = Network(str(card.model_path), card.input, outputs, threads)
         self.close_up = self.network
-        size = None if card.zoom is None else card.zoom.size
-        if size is not None and size != (card.input.width, card.input.height):
-            # Built here, once: the close-ups' copy of the graph at their own input size.
-            width, height = size
-            model = at_input_size(onnx.load(card.model_path), width, height)
-            spec = dataclasses.replace(card.input, width=width, height=height)
-            self.close_up = Network(model.SerializeToString(), spec, outputs, threads)
         first, close = self.network.spec, self.close_up.spec
         self.close_up_work = (close.width * close.height) / (first.width * first.height)
         """A close-up's network work in first-look runs: the ratio of their input pixels."""

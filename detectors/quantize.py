@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -40,10 +41,11 @@ from detectors.card import (
     copy_glyph_check,
     read_card,
     read_card_fields,
+    with_fields,
     write_card,
 )
 from detectors.core import ImageBGR
-from detectors.evaluate import match, median_ms
+from detectors.metrics import match, median_ms
 from detectors.onnx_detector import OnnxDetector, fit_into, letterbox
 from detectors.shared_weights import read_model
 
@@ -295,17 +297,12 @@ def quantize_main(args: argparse.Namespace) -> Report:
         calibration = f"{len(photos)} photos of {args.calib}, MinMax"
         fields = read_card_fields(card_path)
         fields.pop("metrics", None)
-        fields.pop("metrics_command", None)
+        fields.get("provenance", {}).pop("metrics_command", None)
         copy_glyph_check(fields, card_path.parent, int8_card.parent)
+        quantization = settings.describe() | {"calibration": calibration}
+        changes = {"precision": "int8", "fp32_model": fp32.name, "file_size": int8.stat().st_size}
         write_card(
-            int8_card,
-            fields
-            | {
-                "precision": "int8",
-                "fp32_model": fp32.name,
-                "file_size": int8.stat().st_size,
-                "quantization": settings.describe() | {"calibration": calibration},
-            },
+            int8_card, with_fields(fields, changes | {"provenance": {"quantization": quantization}})
         )
         report.detections_kept = detections_kept(card_path, int8_card, photos)
     return report
@@ -316,31 +313,68 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--calib", type=Path, required=True, help="folder of calibration photos")
     parser.add_argument("--out", type=Path, help="INT8 model (default: MODEL.int8.onnx)")
     parser.add_argument("--limit", type=int, default=256, help="calibration photos at most")
-    parser.add_argument("--format", choices=("qoperator", "qdq"), default="qoperator")
-    parser.add_argument("--per-channel", action=argparse.BooleanOptionalAction, default=False)
-    parser.add_argument("--activations", choices=("u8", "s8"), default="u8")
-    parser.add_argument("--exclude", nargs="*", default=[], help="ONNX node names kept in FP32")
-    parser.add_argument("--latency-runs", type=int, default=50)
-    no_card = parser.add_argument_group("preprocessing of a model without a card")
-    no_card.add_argument("--size", type=int, nargs=2, metavar=("W", "H"))
-    no_card.add_argument("--resize", choices=("stretch", "letterbox"), default="stretch")
-    no_card.add_argument("--scale", type=float, default=1 / 255, help="pixel values times this")
-    no_card.add_argument("--mean", type=float, nargs=3, default=[0.0, 0.0, 0.0])
-    no_card.add_argument("--std", type=float, nargs=3, default=[1.0, 1.0, 1.0])
-    no_card.add_argument("--color", choices=("RGB", "BGR"), default="RGB")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="run.py quantize", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    parser.add_argument(
+        "--format",
+        choices=("qoperator", "qdq"),
+        default="qoperator",
+        help="ONNX Runtime's quantized model format (default: %(default)s)",
     )
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    parser.add_argument(
+        "--per-channel",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="one scale per output channel of each weight (default: one per tensor)",
+    )
+    parser.add_argument(
+        "--activations",
+        choices=("u8", "s8"),
+        default="u8",
+        help="activations as unsigned or signed 8-bit (default: %(default)s)",
+    )
+    parser.add_argument("--exclude", nargs="*", default=[], help="ONNX node names kept in FP32")
+    parser.add_argument(
+        "--latency-runs", type=int, default=50, help="timed runs, FP32 vs INT8 (%(default)s)"
+    )
+    no_card = parser.add_argument_group("preprocessing of a model without a card")
+    no_card.add_argument(
+        "--size", type=int, nargs=2, metavar=("W", "H"), help="the network's input size"
+    )
+    no_card.add_argument(
+        "--resize",
+        choices=("stretch", "letterbox"),
+        default="stretch",
+        help="how a photo fits the input (default: %(default)s)",
+    )
+    no_card.add_argument("--scale", type=float, default=1 / 255, help="pixel values times this")
+    no_card.add_argument(
+        "--mean",
+        type=float,
+        nargs=3,
+        default=[0.0, 0.0, 0.0],
+        help="per channel, subtracted after --scale (default: %(default)s)",
+    )
+    no_card.add_argument(
+        "--std",
+        type=float,
+        nargs=3,
+        default=[1.0, 1.0, 1.0],
+        help="per channel, divided by after --mean (default: %(default)s)",
+    )
+    no_card.add_argument(
+        "--color",
+        choices=("RGB", "BGR"),
+        default="RGB",
+        help="channel order of the input (default: %(default)s)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s", force=True)
     try:
         report = quantize_main(args)
     except (QuantizeError, ModelCardError) as exc:
-        parser.exit(2, f"run.py quantize: error: {exc}\n")
+        print(f"run.py quantize: error: {exc}", file=sys.stderr)
+        return 2
     print(f"wrote {args.out or default_output(args.model)}")
     print(report.format())
     return 0

@@ -5,7 +5,7 @@ camera in ``--clips-per-image`` clips (:class:`evals.real_scenes.RealClip`: at a
 growing as the phone comes closer, hand-held drift and motion blur, light changes, on a
 background photo; ``--turned-share`` of them upside down, 倒福), and every clip runs through
 a fast session of the emulated ``--profile``, the same pipeline as ``run.py replay`` and
-``run.py eval-hw`` (:func:`clients.hw_bench.run_clip`): what is scored is what a user gets.
+``run.py eval-hw`` (:func:`evals.hw.devices.run_clip`): what is scored is what a user gets.
 
 Scores per picture, per style (``PROVENANCE.tsv``'s ``style`` column, by its first word) and
 overall: event recall (a ``recognized`` on the 福 during the clip), frame recall at IoU 0.5
@@ -32,13 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from clients.cli_types import positive_int, positive_number
 from detectors.card import MODELS_DIR
+from stream.cli_types import positive_int, positive_number
 
 if TYPE_CHECKING:
-    from clients.hw_bench import ClipRun
     from detectors.core import Box, ImageBGR
     from detectors.onnx_detector import OnnxDetector
+    from evals.hw.devices import ClipRun
     from evals.real_scenes import RealClip, RealImage, Truth
     from hw_sim import DeviceProfile
     from stream.pipelines import Pipelines, SessionOptions
@@ -209,7 +209,7 @@ class ClipOutcome:
     hits: int
     """...and those with a detection at IoU >= :data:`FRAME_IOU` on it."""
     recognized: bool
-    """A ``recognized`` on the 福 (IoU >= ``clients.hw_bench.MATCH_IOU``)."""
+    """A ``recognized`` on the 福 (IoU >= ``evals.hw.devices.MATCH_IOU``)."""
     false_events: tuple[float, ...]
     """Media times of the ``recognized`` events not on a 福."""
     decision_s: float | None
@@ -250,7 +250,7 @@ class Evaluator:
         return asyncio.run(self._run(spec))
 
     async def _run(self, spec: ClipSpec) -> ClipOutcome:
-        from clients.hw_bench import EvalClip, run_clip, score
+        from evals.hw.devices import EvalClip, run_clip, score
 
         clip = self.clip(spec)
         name = f"{self.images[spec.image].name}#{spec.number}"
@@ -306,9 +306,9 @@ def stage_reached(
     The same public steps as ``detector.detect`` and the voter's check, in order: the first
     look at the card's candidate cut, the close-ups, then the card's checks (glyph, turned).
     """
-    from clients.hw_bench import MATCH_IOU
     from detectors.core import iou
     from detectors.onnx_detector import GLYPH_REFUSED
+    from evals.hw.devices import MATCH_IOU
     from hw_sim import camera_view
 
     view, scale = camera_view(profile, frame)
@@ -350,8 +350,8 @@ def frame_hits(run: ClipRun) -> tuple[int, int]:
 def false_recognitions(run: ClipRun, positive: bool) -> tuple[float, ...]:
     """Media times of the ``recognized`` events off every 福 of the clip (all of them on a
     picture of another character)."""
-    from clients.hw_bench import MATCH_IOU
     from detectors.core import iou
+    from evals.hw.devices import MATCH_IOU
 
     times = []
     frame: dict[str, object] | None = None
@@ -517,7 +517,7 @@ def _ratio(k: int, n: int) -> str:
 
 
 def group_table(rows: dict[str, Tally], title: str, pictures: dict[str, int]) -> str:
-    from clients.hw_bench import fmt, table
+    from evals.tables import fmt, table
 
     header = [
         title, "pictures", "clips", "event recall", "frame recall@0.5", "false recogn.",
@@ -552,7 +552,7 @@ def short_names(images: Sequence[RealImage]) -> list[str]:
 
 
 def image_table(images: Sequence[RealImage], outcomes: Sequence[ClipOutcome]) -> str:
-    from clients.hw_bench import fmt, table
+    from evals.tables import fmt, table
 
     rows = tally(images, outcomes, lambda image, o: image.name)
     names = dict(zip((i.name for i in images), short_names(images), strict=True))

@@ -7,11 +7,13 @@ number is an estimate; ``docs/hw_sim.md`` says where each one comes from.
 
 from __future__ import annotations
 
-import json
-import tomllib
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, TypeAdapter
+from pydantic.dataclasses import dataclass
+
+from detectors.config import STRICT, read_tables, shown, validate
 
 CATALOGUE = Path(__file__).resolve().parent / "profiles.toml"
 AUTO_TIER = "auto"
@@ -21,30 +23,36 @@ class ProfileError(ValueError):
     """A profile file cannot be read, or a profile has a bad or unknown field."""
 
 
-@dataclass(frozen=True, slots=True)
+def _unset_or(low: float) -> AfterValidator:
+    """0 (the field left out) or at least ``low``: far below ``low`` is likely a typo."""
+
+    def check(value: float) -> float:
+        if 0 < value < low:
+            raise ValueError(f"0 (unset) or at least {low:g}")
+        return value
+
+    return AfterValidator(check)
+
+
+@dataclass(frozen=True, slots=True, config=STRICT)
 class Thermal:
     """First-order heat model in media time (see :mod:`hw_sim.device`).
 
-    Attributes:
-        heat_tau_s: time constant of heating while the device is busy; under
-            constant load the heat approaches 1.
-        cool_tau_s: time constant of cooling while idle; the heat approaches 0.
-        onset: heat level at which the device starts to throttle.
-        min_speed: speed factor at full heat (1.0: never throttles).
+    Under constant load the heat approaches 1; idle, it approaches 0.
     """
 
-    heat_tau_s: float = 120.0
-    cool_tau_s: float = 180.0
-    onset: float = 0.5
-    min_speed: float = 1.0
-
-    def __post_init__(self) -> None:
-        if self.heat_tau_s <= 0 or self.cool_tau_s <= 0:
-            raise ProfileError("thermal time constants must be > 0")
-        if not 0 <= self.onset < 1:
-            raise ProfileError(f"thermal onset must be in [0, 1), got {self.onset}")
-        if not 0 < self.min_speed <= 1:
-            raise ProfileError(f"thermal min_speed must be in (0, 1], got {self.min_speed}")
+    heat_tau_s: float = Field(
+        default=120.0, ge=1, le=86_400, description="heating time constant (busy)"
+    )
+    cool_tau_s: float = Field(
+        default=180.0, ge=1, le=86_400, description="cooling time constant (idle)"
+    )
+    onset: float = Field(
+        default=0.5, ge=0, lt=1, description="heat level at which throttling starts"
+    )
+    min_speed: float = Field(
+        default=1.0, ge=0.1, le=1, description="speed at full heat; 1: no throttling"
+    )
 
     def speed(self, heat: float) -> float:
         """Speed factor (1 = full speed) at ``heat`` in [0, 1]."""
@@ -54,71 +62,70 @@ class Thermal:
         return 1.0 - (1.0 - self.min_speed) * over
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, config=STRICT)
 class DeviceProfile:
-    """One device class.
+    """One device class: a table of ``hw_sim/profiles.toml`` or of a user's file.
 
     A profile without compute figures (``int8_gop_s``/``fp32_gop_s`` both 0)
     is a pass-through: the host is the device, frames take as long as they
     really take. Any other profile is emulated: its per-frame latency is
-    computed from these figures and the model's MACs, never measured.
-
-    Attributes:
-        name: profile id used on the command line and in result messages.
-        description: one line for listings.
-        camera_fps: frames per second the camera delivers; 0 = whatever arrives.
-        camera_width, camera_height: preview size the app analyses; 0 = as received.
-        int8: INT8 kernels are faster than FP32 ones here (selects the int8 build).
-        int8_gop_s, fp32_gop_s: effective compute speed, 1 MAC = 2 ops.
-        preprocess_ms: fixed per-frame cost besides the network.
-        cores, threads: SoC cores, and the threads the speed figures were measured with.
-        memory_mb: memory the scan may use; a model must fit in it.
-        frame_budget_ms: slowest per-frame latency the product accepts (tier choice);
-            0 = the camera's frame interval (keep up with the camera), see :attr:`budget_ms`.
-        jitter: sigma of the log-normal per-frame latency noise.
-        tier: ``"auto"`` or a fixed model tier.
-        thermal: heat model; the default never throttles.
+    computed from these figures and the model's MACs, never measured. A field
+    left out takes its default; 0 there means "none" or "unknown".
     """
 
-    name: str
-    description: str = ""
-    camera_fps: float = 0.0
-    camera_width: int = 0
-    camera_height: int = 0
-    int8: bool = True
-    int8_gop_s: float = 0.0
-    fp32_gop_s: float = 0.0
-    preprocess_ms: float = 0.0
-    cores: int = 0
-    threads: int = 0
-    memory_mb: float = 0.0
-    frame_budget_ms: float = 0.0
-    jitter: float = 0.0
-    tier: str = AUTO_TIER
-    thermal: Thermal = field(default_factory=Thermal)
+    name: str = Field(description="profile id in commands and results: its table's name")
+    description: str = Field(default="", description="one line for listings")
+    camera_fps: Annotated[float, _unset_or(1)] = Field(
+        default=0.0,
+        ge=0,
+        le=240,
+        description="frames a second the camera delivers; 0: every frame sent",
+    )
+    camera_width: Annotated[int, _unset_or(16)] = Field(
+        default=0, ge=0, le=8192, description="preview width the app analyses; 0: frames as sent"
+    )
+    camera_height: Annotated[int, _unset_or(16)] = Field(
+        default=0, ge=0, le=8192, description="preview height the app analyses; 0: frames as sent"
+    )
+    int8: bool = Field(
+        default=True, description="INT8 kernels are faster than FP32 ones (the int8 build)"
+    )
+    int8_gop_s: float = Field(
+        default=0.0, ge=0, le=100_000, description="effective INT8 speed, 1 MAC = 2 ops; 0: unknown"
+    )
+    fp32_gop_s: float = Field(
+        default=0.0, ge=0, le=100_000, description="effective FP32 speed, 1 MAC = 2 ops; 0: unknown"
+    )
+    preprocess_ms: float = Field(
+        default=0.0, ge=0, le=1000, description="fixed cost of every frame"
+    )
+    cores: int = Field(default=0, ge=0, le=256, description="SoC cores; 0: unknown")
+    threads: int = Field(
+        default=0, ge=0, le=256, description="threads the speeds were measured with"
+    )
+    memory_mb: Annotated[float, _unset_or(1)] = Field(
+        default=0.0, ge=0, le=65_536, description="memory the scan may use; 0: no limit"
+    )
+    frame_budget_ms: Annotated[float, _unset_or(1)] = Field(
+        default=0.0,
+        ge=0,
+        le=10_000,
+        description="slowest frame the product accepts; 0: one camera frame",
+    )
+    jitter: float = Field(
+        default=0.0, ge=0, le=0.5, description="sigma of the log-normal per-frame latency noise"
+    )
+    tier: str = Field(
+        default=AUTO_TIER, description='"auto" (best within the budget) or a fixed tier'
+    )
+    thermal: Thermal = Field(default_factory=Thermal, description="heat model; never throttles")
 
     def __post_init__(self) -> None:
-        numbers = {
-            "camera_fps": self.camera_fps,
-            "camera_width": self.camera_width,
-            "camera_height": self.camera_height,
-            "int8_gop_s": self.int8_gop_s,
-            "fp32_gop_s": self.fp32_gop_s,
-            "preprocess_ms": self.preprocess_ms,
-            "memory_mb": self.memory_mb,
-            "frame_budget_ms": self.frame_budget_ms,
-            "jitter": self.jitter,
-        }
-        for key, value in numbers.items():
-            if value < 0:
-                raise ProfileError(f"profile {self.name!r}: {key} must be >= 0, got {value}")
         if (self.camera_width > 0) != (self.camera_height > 0):
-            raise ProfileError(
-                f"profile {self.name!r}: give both camera_width and camera_height, or neither"
-            )
+            raise ValueError("give both camera_width and camera_height, or neither")
         if self.emulated and self.gop_s(self.int8) <= 0:
             precision = "int8" if self.int8 else "fp32"
-            raise ProfileError(f"profile {self.name!r}: int8={self.int8} needs {precision}_gop_s")
+            raise ValueError(f"int8={self.int8} needs {precision}_gop_s")
 
     @property
     def emulated(self) -> bool:
@@ -141,113 +148,28 @@ class DeviceProfile:
         return self.int8_gop_s if int8 else self.fp32_gop_s
 
 
-@dataclass(frozen=True, slots=True)
-class Limit:
-    """The values a numeric field may take in a profile file.
-
-    Attributes:
-        low, high: bounds, both included unless ``below_high``.
-        whole: only whole numbers.
-        unset: what leaving the field out means (the dataclass default), for the message.
-    """
-
-    low: float
-    high: float
-    whole: bool = False
-    below_high: bool = False
-    unset: str = ""
-
-    def admits(self, value: float) -> bool:
-        below = value < self.high if self.below_high else value <= self.high
-        return self.low <= value and below and (not self.whole or float(value).is_integer())
-
-    def __str__(self) -> str:
-        kind = "a whole number" if self.whole else "a number"
-        return f"{kind} in [{self.low:g}, {self.high:g}{')' if self.below_high else ']'}"
-
-
-LIMITS: dict[str, Limit] = {
-    "camera_fps": Limit(1, 240, unset="leave it out to keep every frame sent"),
-    "camera_width": Limit(16, 8192, whole=True, unset="leave both sizes out: frames as sent"),
-    "camera_height": Limit(16, 8192, whole=True, unset="leave both sizes out: frames as sent"),
-    # The slowest catalogue phone does 4.6 (docs/hw_sim.md); far below that is likely a typo.
-    "int8_gop_s": Limit(1, 100_000, unset="leave it out if unknown"),
-    "fp32_gop_s": Limit(1, 100_000, unset="leave it out if unknown"),
-    "preprocess_ms": Limit(0, 1000),
-    "cores": Limit(1, 256, whole=True),
-    "threads": Limit(1, 256, whole=True),
-    "memory_mb": Limit(1, 65_536, unset="leave it out for no limit"),
-    "frame_budget_ms": Limit(1, 10_000, unset="leave it out for one camera frame"),
-    # A log-normal sigma, clipped at 3 sigma: 0.5 already allows a frame 4.5x its median.
-    "jitter": Limit(0, 0.5),
-    "thermal.heat_tau_s": Limit(1, 86_400),
-    "thermal.cool_tau_s": Limit(1, 86_400),
-    "thermal.onset": Limit(0, 1, below_high=True),
-    "thermal.min_speed": Limit(0.1, 1),
-}
-"""Ranges of the numeric fields (``thermal.*``: the heat model's) that a profile file may set."""
-
-_KINDS = {f.name: f.type for f in fields(DeviceProfile)}
-KNOWN_FIELDS = frozenset(_KINDS.keys() - {"name", "thermal"}) | {
-    f"thermal.{f.name}" for f in fields(Thermal)
-}
-
-
-def profile_from_dict(name: str, raw: dict[str, Any]) -> DeviceProfile:
-    """Build one profile from its table in a TOML or JSON file.
-
-    Raises:
-        ProfileError: naming the profile and the field: an unknown field, or a
-            value of the wrong type or out of its range (:data:`LIMITS`).
-    """
-    raw = dict(raw)
-    thermal_raw = raw.pop("thermal", {})
-    try:
-        if not isinstance(thermal_raw, dict):
-            raise ProfileError(f"thermal must be a table, got {thermal_raw!r}")
-        given = raw | {f"thermal.{key}": value for key, value in thermal_raw.items()}
-        unknown = sorted(given.keys() - KNOWN_FIELDS)
-        if unknown:
-            raise ProfileError(f"unknown field(s) {unknown}; known: {sorted(KNOWN_FIELDS)}")
-        values = {key: _checked(key, value) for key, value in given.items()}
-    except ProfileError as exc:
-        raise ProfileError(f"profile {name!r}: {exc}") from None
-    heat = {k.removeprefix("thermal."): v for k, v in values.items() if k.startswith("thermal.")}
-    device = {k: v for k, v in values.items() if not k.startswith("thermal.")}
-    return DeviceProfile(name=name, thermal=Thermal(**heat), **device)
-
-
-def _checked(key: str, value: Any) -> Any:
-    """``value`` as field ``key`` holds it (TOML and JSON give ints where floats are meant)."""
-    if _KINDS.get(key) == "str":
-        if not isinstance(value, str):
-            raise ProfileError(f"{key} must be a string, got {value!r}")
-        return value
-    if _KINDS.get(key) == "bool":
-        if not isinstance(value, bool):
-            raise ProfileError(f"{key} must be true or false, got {value!r}")
-        return value
-    limit = LIMITS[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not limit.admits(value):
-        hint = f" ({limit.unset})" if limit.unset else ""
-        raise ProfileError(f"{key} must be {limit}, got {value!r}{hint}")
-    return int(value) if limit.whole else float(value)
+PROFILE = TypeAdapter(DeviceProfile)
 
 
 def read_profiles(path: Path) -> dict[str, DeviceProfile]:
     """Every profile in the TOML or JSON file at ``path``: one table per profile name.
 
     Raises:
-        ProfileError: the file is missing, unparsable, or holds a bad profile.
+        ProfileError: the file is missing or unparsable, or a profile has an unknown field
+            or a value of the wrong type or out of its range; the message names the file,
+            the profile and the field.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-        raw = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
-    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: absurd nesting
-        raise ProfileError(f"cannot read profiles from {path}: {exc}") from exc
-    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
-        raise ProfileError(f"{path}: expected one table (object) per profile name")
-    return {name: profile_from_dict(name, table) for name, table in raw.items()}
+        tables = read_tables(path)
+        return {name: _profile(path, name, table) for name, table in tables.items()}
+    except ValueError as exc:
+        raise ProfileError(str(exc)) from None
+
+
+def _profile(path: Path, name: str, table: dict[str, object]) -> DeviceProfile:
+    if "name" in table:
+        raise ValueError(f"{shown(path)}: {name}.name: extra field not permitted (its table's)")
+    return validate(PROFILE, table | {"name": name}, path, (name,))
 
 
 PROFILES: dict[str, DeviceProfile] = read_profiles(CATALOGUE)

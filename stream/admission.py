@@ -6,10 +6,15 @@ import hmac
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Literal, Protocol
 
 from aiohttp import web
 
+from stream.leases import ClientLeases, Lease
+
 GUARDED_PATHS = ("/offer", "/ws", "/targets")
+"""Paths that need the token and an allowed origin (``/healthz`` and ``/readyz`` do not:
+probes carry neither)."""
 SHUTTING_DOWN = "the server is shutting down"
 """Why sessions end, and new ones are refused, once the server's shutdown has begun."""
 
@@ -34,6 +39,10 @@ class ServerConfig:
         max_video_kbps: the most video a WebRTC client is asked to send, kbit/s (SDP
             ``b=AS`` and REMB, :mod:`stream.bitrate`); 0: no limit. 500 is a third of what a
             browser sends of a 640x480 camera, at the same per-frame recall.
+        announce_ip: the address clients reach this server's media at (behind NAT or a
+            balancer): the answer's ICE candidates carry it (:mod:`stream.announce`).
+        forwarded_allow: addresses or networks of proxies whose ``X-Forwarded-For`` names
+            the client (:mod:`stream.forwarded`); empty: the peer address is the client.
     """
 
     default_profile: str = "host"
@@ -44,6 +53,57 @@ class ServerConfig:
     ice_timeout_s: float = 15.0
     ice_servers: tuple[str, ...] = ()
     max_video_kbps: int = 500
+    announce_ip: str | None = None
+    forwarded_allow: tuple[str, ...] = ()
+
+
+Refusal = Literal["full", "client"]
+"""Why a :class:`SessionCounter` took no slot: the total limit, or the client's."""
+
+
+class SessionCounter(Protocol):
+    """Where open sessions are counted: this process (:class:`LocalCounter`), every process of
+    a host (:class:`stream.host_counter.HostCounter`), or a cluster's shared store.
+
+    Calls come from one event loop and must not block it for long: a counter that waits on
+    the network keeps a local view and reconciles off the loop.
+    """
+
+    def take(self, client: str, max_total: int, max_per_client: int) -> Refusal | None:
+        """Check both limits and take one slot for ``client`` in one atomic step: ``None``
+        when taken, else which limit refused it."""
+        ...
+
+    def give_back(self, client: str) -> None:
+        """Free one slot that this process took for ``client``."""
+        ...
+
+    def total(self) -> int:
+        """Slots taken now, over every process that shares this counter."""
+        ...
+
+
+@dataclass(slots=True)
+class LocalCounter:
+    """Sessions of this process alone (``serve --workers 1``, and tests)."""
+
+    open: Counter[str] = field(default_factory=Counter)
+
+    def take(self, client: str, max_total: int, max_per_client: int) -> Refusal | None:
+        if self.total() >= max_total:
+            return "full"
+        if self.open[client] >= max_per_client:
+            return "client"
+        self.open[client] += 1
+        return None
+
+    def give_back(self, client: str) -> None:
+        self.open[client] -= 1
+        if self.open[client] <= 0:
+            del self.open[client]
+
+    def total(self) -> int:
+        return sum(self.open.values())
 
 
 @dataclass(slots=True)
@@ -53,36 +113,59 @@ class Ticket:
     admission: Admission
     client: str
     released: bool = False
+    lease: Lease | None = None
 
     def release(self) -> None:
         if not self.released:
             self.released = True
-            self.admission.give_back(self.client)
+            self.admission.counter.give_back(self.client)
+            if self.lease is not None:
+                self.lease.release()
 
 
 @dataclass(slots=True)
 class Admission:
+    """The session limits, checked against a :class:`SessionCounter` (this process's own by
+    default; one shared by every worker of ``serve --workers N``)."""
+
     max_total: int
     max_per_client: int
-    open: Counter[str] = field(default_factory=Counter)
+    counter: SessionCounter = field(default_factory=LocalCounter)
+    shared: ClientLeases | None = None
+    """Counts each client's sessions over every server of a cluster (``serve --redis``)."""
 
     @property
     def total(self) -> int:
-        return sum(self.open.values())
+        return self.counter.total()
+
+    @property
+    def full(self) -> bool:
+        return self.total >= self.max_total
 
     def admit(self, client: str) -> Ticket | str:
         """A :class:`Ticket`, or the reason the session is refused."""
-        if self.total >= self.max_total:
-            return f"server full ({self.max_total} sessions)"
-        if self.open[client] >= self.max_per_client:
+        refusal = self.counter.take(client, self.max_total, self.max_per_client)
+        if refusal == "full":
+            return self.full_reason
+        if refusal == "client":
             return f"too many sessions from {client} ({self.max_per_client})"
-        self.open[client] += 1
         return Ticket(self, client)
 
-    def give_back(self, client: str) -> None:
-        self.open[client] -= 1
-        if self.open[client] <= 0:
-            del self.open[client]
+    async def enter(self, client: str) -> Ticket | str:
+        """:meth:`admit`, then, with :attr:`shared`, one of the client's slots in the cluster."""
+        ticket = self.admit(client)
+        if isinstance(ticket, str) or self.shared is None:
+            return ticket
+        lease = await self.shared.acquire(client, self.max_per_client)
+        if lease is None:
+            ticket.release()
+            return f"too many sessions from {client} ({self.max_per_client})"
+        ticket.lease = lease
+        return ticket
+
+    @property
+    def full_reason(self) -> str:
+        return f"server full ({self.max_total} sessions)"
 
 
 def refuse(status: int, reason: str) -> web.Response:

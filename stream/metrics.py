@@ -1,12 +1,32 @@
-"""Prometheus metrics of the service, served at ``/metrics``."""
+"""Prometheus metrics of the service, served at ``/metrics``.
+
+Under ``serve --workers N`` every worker writes its values to files in
+``$PROMETHEUS_MULTIPROC_DIR`` (prometheus-client's multiprocess mode, which the parent
+sets up before it starts them), and :func:`exposition` sums them: any worker's
+``/metrics`` reports the host.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+import os
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from stream.session import Message
 
-SESSIONS = Gauge("fuscan_sessions", "Sessions open now", ["transport"])
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+# livesum: the sessions of the workers alive now (a dead worker's files are dropped).
+SESSIONS = Gauge("fuscan_sessions", "Sessions open now", ["transport"], multiprocess_mode="livesum")
 REFUSED = Counter("fuscan_sessions_refused_total", "Sessions refused by admission control")
 FRAMES = Counter("fuscan_frames_processed_total", "Frames processed", ["transport"])
 DROPPED = Counter("fuscan_frames_dropped_total", "Frames dropped by busy sessions", ["transport"])
@@ -31,3 +51,12 @@ def observe(transport: str, message: Message) -> None:
         EVENTS.labels(str(message["event"])).inc()
     elif kind == "error":
         ERRORS.labels(str(message["code"])).inc()
+
+
+def exposition() -> bytes:
+    """The metrics page: this process's, or the host's when workers share a metrics folder."""
+    if not os.environ.get(MULTIPROC_ENV):
+        return generate_latest()
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    return generate_latest(registry)

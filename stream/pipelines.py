@@ -102,9 +102,10 @@ class Pipelines:
         precision: str = "int8",
         targets: TargetRegistry | None = None,
         models_dir: Path = MODELS_DIR,
+        threads: int | None = None,
     ) -> Pipelines:
         """Load every model in ``models_dir`` (done once, at start-up; default: the shipped
-        ones); ``precision`` serves the host.
+        ones); ``precision`` serves the host; ``threads`` run inference (default: one per core).
 
         Emulated profiles get the build their profile asks for (int8 or fp32).
         """
@@ -120,7 +121,7 @@ class Pipelines:
         primary: dict[str, Detector] = {
             spec.tier: det for spec, det in loaded if spec.precision == precision
         }
-        return cls(primary, models=loaded, precision=precision, targets=targets)
+        return cls(primary, threads, models=loaded, precision=precision, targets=targets)
 
     def detector_for(self, tier: str) -> Detector:
         try:
@@ -181,4 +182,4 @@ def view_side(detector: Detector, targets: TargetRegistry | None) -> ViewSide | 
     side = max(detector.card.input.width, detector.card.input.height)
     if targets is None:
         return lambda: side
-    return lambda: max(side, FRAME_SIDE) if targets.index.targets else side
+    return lambda: max(side, FRAME_SIDE) if targets.current().targets else side

@@ -26,6 +26,7 @@ from av import VideoFrame
 
 from stream import metrics
 from stream.admission import SHUTTING_DOWN, Admission, ServerConfig, Ticket, refuse
+from stream.announce import announce_address
 from stream.bitrate import cap_remb, limit_video_bitrate
 from stream.client_json import JsonError, parse_object
 from stream.images import MAX_PIXELS, video_frame_decoder
@@ -129,10 +130,13 @@ class WebRtcGateway:
             return refuse(400, str(exc))
         if self.shutting_down:  # close_all has run: nobody would close a peer made now
             return refuse(503, SHUTTING_DOWN)
-        ticket = self.admission.admit(request.remote or "?")
+        ticket = await self.admission.enter(request.remote or "?")
         if isinstance(ticket, str):
             metrics.REFUSED.inc()
             return refuse(503, ticket)
+        if self.shutting_down:  # close_all ran while admission asked the cluster
+            ticket.release()
+            return refuse(503, SHUTTING_DOWN)
 
         peer_id = uuid.uuid4().hex
         peer = Peer(RTCPeerConnection(rtc_configuration(self.config)), ticket)
@@ -191,6 +195,8 @@ class WebRtcGateway:
         sdp = answer.sdp
         if self.config.max_video_kbps:  # aiortc writes no b= lines, and ignores them
             sdp = limit_video_bitrate(sdp, self.config.max_video_kbps)
+        if self.config.announce_ip:
+            sdp = announce_address(sdp, self.config.announce_ip)
         return web.json_response({"sdp": sdp, "type": answer.type, "peer": peer_id})
 
     async def _close_unless_connected(self, peer_id: str) -> None:

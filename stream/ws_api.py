@@ -209,7 +209,7 @@ class WebsocketApi:
             return refuse(400, "this endpoint speaks websocket only: connect with a websocket")
         if self.shutting_down:  # close_all has run: nobody would close a socket opened now
             return await close_at_once(ws, request, CLOSE_GOING_AWAY, SHUTTING_DOWN)
-        ticket = self.admission.admit(request.remote or "?")
+        ticket = await self.admission.enter(request.remote or "?")
         if isinstance(ticket, str):
             metrics.REFUSED.inc()
             return await close_at_once(ws, request, CLOSE_TRY_AGAIN_LATER, ticket)

@@ -8,8 +8,17 @@ import cv2
 import numpy as np
 
 from detectors.core import Detection, Detections, ImageBGR
+from hw_sim import ModelSpec
 
 RED = (0, 0, 255)
+
+SPECS = [
+    ModelSpec(tier, precision, macs)
+    # l is too slow for the cheap phone even at its ten frames a second: low runs s
+    for tier, macs in (("s", 80_000_000), ("l", 700_000_000))
+    for precision in ("int8", "fp32")
+]
+"""Two tiers in both precisions, as the stand-in detectors of the hw_sim evaluations play them."""
 
 
 class RedSquareDetector:

@@ -7,12 +7,15 @@ overrides are fields of :class:`SequentialConfig` (or of :class:`KOfNVoter` for
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection, Mapping
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
+from pydantic import Field, TypeAdapter, ValidationError, with_config
+from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
+
+from detectors.config import STRICT, error_message, read_tables, validate
 from voting.core import Voter
-from voting.evidence import ScoreModel
 from voting.kofn import KOfNVoter
 from voting.sequential import (
     DEFAULT_SCORE_MODEL,
@@ -23,21 +26,26 @@ from voting.sequential import (
 )
 from voting.tracker import IouTracker
 
-PRESETS: dict[str, dict[str, Any]] = {
-    # Fewest wrong decisions: alpha 1e-4, and more contrary evidence to lose it.
-    # About 0.7 s on a clear view (docs/voting.md has the measured tables).
-    "strict": {"alpha": 1e-4, "beta": 1e-2, "hold": 4.0},
-    # The default: alpha 1e-3, about half a second on a clear view.
-    "balanced": {},
-    # Quickest feedback, for demos: alpha 1e-2, about 0.2 s.
-    "fast": {"alpha": 1e-2, "beta": 5e-2, "hold": 2.0},
-}
-"""Overrides of the :class:`SequentialConfig` defaults per preset."""
-
+PRESETS_FILE = Path(__file__).resolve().parent / "presets.toml"
 BASELINE = "kofn"
 """The fixed-window rule the sequential presets are compared against."""
+OPTIONS = ("voting",)
+"""Where a stream's voting options sit in a session's options, for error messages."""
 
-_KOFN_FIELDS = ("k", "n", "min_score", "min_iou", "max_gap")
+
+@with_config(STRICT)
+class KOfNOptions(TypedDict, total=False):
+    """The options of the k-of-n baseline (:class:`KOfNVoter` and its tracker)."""
+
+    k: Annotated[int, Field(ge=1, description="hits among the last n frames that recognize")]
+    n: Annotated[int, Field(ge=1, description="frames the hits are counted over")]
+    min_score: Annotated[float, Field(ge=0, le=1, description="detections scoring less miss")]
+    min_iou: Annotated[float, Field(ge=0, le=1, description="least overlap continuing a track")]
+    max_gap: Annotated[float, Field(gt=0, description="seconds a track may go unseen")]
+
+
+SEQUENTIAL = TypeAdapter(SequentialConfig)
+KOFN = TypeAdapter(KOfNOptions)
 
 
 class VotingConfigError(ValueError):
@@ -49,6 +57,24 @@ class VotingConfigError(ValueError):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+def read_presets(path: Path) -> dict[str, dict[str, Any]]:
+    """The presets in the TOML or JSON file at ``path``: one table of
+    :class:`SequentialConfig` fields per preset name.
+
+    Raises:
+        ValueError: the file is unreadable, or a field is unknown, of the wrong type or out
+            of its range; the message names the file, the preset and the field.
+    """
+    tables = read_tables(path)
+    for name, table in tables.items():
+        validate(SEQUENTIAL, table, path, (name,))
+    return tables
+
+
+PRESETS: dict[str, dict[str, Any]] = read_presets(PRESETS_FILE)
+"""Overrides of the :class:`SequentialConfig` defaults per preset (``voting/presets.toml``)."""
 
 
 def preset_names() -> list[str]:
@@ -112,50 +138,19 @@ def make_config(preset: str = "balanced", **overrides: Any) -> SequentialConfig:
         raise VotingConfigError(
             "unknown_preset", f"unknown sequential preset {preset!r}; have {list(PRESETS)}"
         )
-    fields = {f.name: f for f in dataclasses.fields(SequentialConfig)}
-    for name, value in overrides.items():
-        if name not in fields:
-            raise VotingConfigError(
-                "bad_option", f"unknown voting option {name!r}; have {sorted(fields)}"
-            )
-        _check_type(name, value, ScoreModel if name == "score_model" else fields[name].type)
     try:
         return SequentialConfig(**{**PRESETS[preset], **overrides})
-    except ValueError as exc:
-        raise VotingConfigError("bad_option", str(exc)) from None
+    except ValidationError as exc:
+        raise VotingConfigError("bad_option", error_message(None, exc, OPTIONS)) from None
 
 
 def _make_kofn(overrides: dict[str, Any]) -> KOfNVoter:
-    for name, value in overrides.items():
-        if name not in _KOFN_FIELDS:
-            raise VotingConfigError(
-                "bad_option", f"unknown k-of-n option {name!r}; have {sorted(_KOFN_FIELDS)}"
-            )
-        _check_type(name, value, "int" if name in ("k", "n") else "float")
-    tracker = IouTracker(
-        min_iou=overrides.pop("min_iou", 0.3), max_gap=overrides.pop("max_gap", 1.0)
-    )
     try:
-        return KOfNVoter(**overrides, tracker=tracker)
+        options: dict[str, Any] = dict(KOFN.validate_python(overrides))
+    except ValidationError as exc:
+        raise VotingConfigError("bad_option", error_message(None, exc, OPTIONS)) from None
+    tracker = IouTracker(min_iou=options.pop("min_iou", 0.3), max_gap=options.pop("max_gap", 1.0))
+    try:
+        return KOfNVoter(**options, tracker=tracker)
     except ValueError as exc:
-        raise VotingConfigError("bad_option", str(exc)) from None
-
-
-def _check_type(name: str, value: object, expected: object) -> None:
-    """``expected`` is a dataclass field's annotation (a string, as annotations are postponed)."""
-    if expected is ScoreModel:
-        ok = isinstance(value, ScoreModel)
-    elif expected == "Mapping[str, ScoreModel]":
-        ok = isinstance(value, Mapping) and all(
-            isinstance(k, str) and isinstance(m, ScoreModel) for k, m in value.items()
-        )
-    elif expected == "bool":
-        ok = isinstance(value, bool)
-    elif expected == "int":
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    else:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok:
-        kind = expected.__name__ if isinstance(expected, type) else expected
-        message = f"voting option {name!r} must be {kind}, not {value!r}"
-        raise VotingConfigError("bad_option", message)
+        raise VotingConfigError("bad_option", f"{'.'.join(OPTIONS)}: {exc}") from None

@@ -17,6 +17,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from pydantic import Field, InstanceOf
+from pydantic.dataclasses import dataclass as strict_dataclass
+
+from detectors.config import STRICT
 from detectors.core import (
     Box,
     Confirmer,
@@ -59,7 +63,7 @@ def score_model_for_threshold(threshold: float) -> ScoreModel:
     return ScoreModel.for_threshold(threshold, DEFAULT_THRESHOLD, *_CURVE)
 
 
-@dataclass(frozen=True, slots=True)
+@strict_dataclass(frozen=True, slots=True, config=STRICT)
 class SequentialConfig:
     """Every knob of :class:`SequentialVoter`; the presets in :mod:`voting.presets` fill it.
 
@@ -119,57 +123,64 @@ class SequentialConfig:
             smoothed box overlaps the last one reported by less than this.
     """
 
-    alpha: float = 1e-3
-    beta: float = 1e-2
-    evidence_time: float = 0.2
-    memory: float = 2.0
-    floor: float = -2.0
-    hold: float = 3.0
-    lose_below: float = 0.0
-    min_score: float = 0.3
-    edge_discount: float = 0.04
-    confirm: bool = True
-    confirm_margin: float = 0.0
-    score_model: ScoreModel = DEFAULT_SCORE_MODEL
-    label_score_models: Mapping[str, ScoreModel] = field(default_factory=dict)
-    min_iou: float = 0.3
-    max_centre_distance: float = 0.5
-    max_gap: float = 1.0
-    max_tracks: int = 32
-    smooth_min_cutoff: float = 1.0
-    smooth_beta: float = 0.5
-    update_iou: float = 0.8
+    alpha: float = Field(
+        default=1e-3, gt=0, lt=0.5, description="target rate of recognized mistakes"
+    )
+    beta: float = Field(
+        default=1e-2, gt=0, lt=0.5, description="target rate of real objects never recognized"
+    )
+    evidence_time: float = Field(
+        default=0.2, gt=0, description="seconds one frame's evidence stands for"
+    )
+    memory: float = Field(default=2.0, gt=0, description="seconds over which evidence fades by 1/e")
+    floor: float = Field(
+        default=-2.0, le=0, description="lowest LLR a track not yet recognized sinks to"
+    )
+    hold: float = Field(
+        default=3.0, ge=0, description="LLR a recognized track may bank above the level"
+    )
+    lose_below: float = Field(default=0.0, description="a recognized track below this LLR is lost")
+    min_score: float = Field(
+        default=0.3, ge=0, le=1, description="detections scoring lower are ignored"
+    )
+    edge_discount: float = Field(
+        default=0.04, ge=0, le=1, description="score discount of a box touching the frame's edge"
+    )
+    confirm: bool = Field(
+        default=True, description="ask the detector's second opinion before recognizing"
+    )
+    confirm_margin: float = Field(
+        default=0.0, ge=0, description="LLR below the level from which to ask"
+    )
+    score_model: InstanceOf[ScoreModel] = Field(
+        default=DEFAULT_SCORE_MODEL, description="per-frame LLR of a score and of a miss"
+    )
+    label_score_models: Mapping[str, InstanceOf[ScoreModel]] = Field(
+        default_factory=dict, description="the score models of particular labels"
+    )
+    min_iou: float = Field(
+        default=0.3, ge=0, le=1, description="least box overlap that continues a track"
+    )
+    max_centre_distance: float = Field(
+        default=0.5, ge=0, description="else most centre distance, in box diagonals, that does"
+    )
+    max_gap: float = Field(default=1.0, gt=0, description="seconds a track may go unseen")
+    max_tracks: int = Field(default=32, ge=1, description="tracks alive at once, at most")
+    smooth_min_cutoff: float = Field(
+        default=1.0, gt=0, description="box smoothing's least cutoff frequency (Hz)"
+    )
+    smooth_beta: float = Field(default=0.5, ge=0, description="box smoothing's speed coefficient")
+    update_iou: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="a smoothed box moved this little gets no updated event",
+    )
 
     def __post_init__(self) -> None:
-        thresholds = SprtThresholds.from_error_rates(self.alpha, self.beta)
-        positive = {
-            "evidence_time": self.evidence_time,
-            "memory": self.memory,
-            "max_gap": self.max_gap,
-            "max_tracks": self.max_tracks,
-            "smooth_min_cutoff": self.smooth_min_cutoff,
-        }
-        for name, value in positive.items():
-            if not value > 0:
-                raise ValueError(f"{name} must be > 0, got {value}")
-        for name, value in (
-            ("min_score", self.min_score),
-            ("edge_discount", self.edge_discount),
-            ("min_iou", self.min_iou),
-            ("update_iou", self.update_iou),
-        ):
-            if not 0 <= value <= 1:
-                raise ValueError(f"{name} must be in [0, 1], got {value}")
-        if self.floor > 0:
-            raise ValueError(f"floor must be <= 0, got {self.floor}")
-        if min(self.hold, self.max_centre_distance, self.smooth_beta, self.confirm_margin) < 0:
-            raise ValueError(
-                "hold, max_centre_distance, smooth_beta and confirm_margin must be >= 0"
-            )
-        if not self.lose_below < thresholds.upper:
-            raise ValueError(
-                f"lose_below must be below the recognition level {thresholds.upper:.2f}"
-            )
+        upper = self.thresholds.upper
+        if not self.lose_below < upper:
+            raise ValueError(f"lose_below must be below the recognition level {upper:.2f}")
 
     @property
     def thresholds(self) -> SprtThresholds:

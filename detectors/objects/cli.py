@@ -57,7 +57,7 @@ def read_image(path: Path) -> ImageBGR:
     return np.asarray(image, np.uint8)
 
 
-def targets_main(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Exit status 2 for bad input (as argparse), 1 when the folder cannot be used."""
     folder = args.targets or default_dir()
     try:

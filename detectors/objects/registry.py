@@ -3,7 +3,10 @@
 Registering builds a new immutable :class:`TargetIndex` and swaps it in; a
 ``detect`` running in another thread keeps the index it started with, so
 recognition never waits for a registration and never sees half of one.
-Writes (disk and swap) are serialised by one lock.
+Writes (disk and swap) are serialised by one lock. Registrations made by other
+processes on the same store are taken in at the next ``detect`` (or ``list``):
+the store's version token says when. The store is a folder (:class:`TargetStore`), or
+Redis for the servers of a cluster (``stream.redis_state``).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 from detectors.core import Detections, ImageBGR
 from detectors.objects.features import TargetError, reference_features
 from detectors.objects.index import TIER, MatchConfig, Target, TargetIndex
-from detectors.objects.store import TargetStore, check_name
+from detectors.objects.store import TargetSource, TargetStore, check_name
 
 log = logging.getLogger(__name__)
 
@@ -42,17 +45,19 @@ def _info(target: Target) -> TargetInfo:
 
 
 class TargetRegistry:
-    """Registered targets, optionally persisted in a :class:`TargetStore`; a thread-safe Detector.
+    """Registered targets, optionally persisted in a :class:`TargetSource`; a thread-safe
+    Detector.
 
     Args:
-        store: where targets live on disk; ``None`` keeps them in memory only.
+        store: where targets live (and what other processes registered); ``None`` keeps
+            them in memory only.
         config: recognition thresholds.
         max_targets: registrations beyond this are refused.
     """
 
     def __init__(
         self,
-        store: TargetStore | None = None,
+        store: TargetSource | None = None,
         config: MatchConfig | None = None,
         max_targets: int = MAX_TARGETS,
     ) -> None:
@@ -60,10 +65,11 @@ class TargetRegistry:
         self.config = config or MatchConfig()
         self.max_targets = max_targets
         self._write = threading.Lock()
+        self._version = store.version() if store is not None else None
         targets = [s.target for s in store.load_all()] if store is not None else []
         self._index = TargetIndex(targets[:max_targets], self.config)
         if targets:
-            log.info("loaded %d scan targets from %s", len(targets), store and store.root)
+            log.info("loaded %d scan targets", len(targets))
 
     @classmethod
     def open(cls, folder: Path, config: MatchConfig | None = None) -> TargetRegistry:
@@ -79,11 +85,32 @@ class TargetRegistry:
         """The current immutable index (a later registration does not change it)."""
         return self._index
 
+    def current(self) -> TargetIndex:
+        """The index, with what other processes registered or removed since the last call
+        taken in first (cheap when nothing changed: one version read)."""
+        # A thread already reloading (or registering) has it in hand: use what is here.
+        stale = self.store is not None and self.store.version() != self._version
+        if stale and self._write.acquire(blocking=False):
+            try:
+                self._reload()
+            finally:
+                self._write.release()
+        return self._index
+
+    def _reload(self) -> None:
+        """Load the store again if its version moved (with ``_write`` held)."""
+        assert self.store is not None
+        version = self.store.version()  # before loading: a change during the load shows next
+        if version != self._version:
+            targets = [s.target for s in self.store.load_all()]
+            self._index = TargetIndex(targets[: self.max_targets], self.config)
+            self._version = version
+
     def detect(self, image: ImageBGR) -> Detections:
-        return self._index.detect(image)
+        return self.current().detect(image)
 
     def list(self) -> list[TargetInfo]:
-        return [_info(t) for t in self._index.targets]
+        return [_info(t) for t in self.current().targets]
 
     def add(self, name: str, images: Sequence[ImageBGR], replace: bool = False) -> TargetInfo:
         """Register ``name`` from reference photos (slow: run it off the event loop).
@@ -101,9 +128,11 @@ class TargetRegistry:
         views = tuple(reference_features(image) for image in images)  # the slow part, unlocked
         target = Target(name, views)
         with self._write:
+            if self.store is not None:
+                self._reload()
             self._check_room(name, replace)
             if self.store is not None:
-                self.store.save(name, list(images), views)
+                self.store.save(name, list(images), views, replace)
             kept = [t for t in self._index.targets if t.name != name]
             self._index = TargetIndex([*kept, target], self.config)
         return _info(target)
@@ -111,6 +140,8 @@ class TargetRegistry:
     def remove(self, name: str) -> None:
         """Raises TargetError ``unknown_target`` when ``name`` is not registered."""
         with self._write:
+            if self.store is not None:
+                self._reload()
             if name not in self._index.names:
                 raise TargetError("unknown_target", f"no target named {name!r}")
             if self.store is not None:

@@ -8,7 +8,7 @@ keeps its FP32 convolution weights in the widest's file
 (:mod:`detectors.shared_weights`); its card says ``weights_from``.
 The format (QDQ or QOperator), per-channel weights and the activation
 type are options so they can be compared; the defaults are what shipped.
-Accuracy and latency are added to the cards by ``python -m detectors.evaluate --write-cards``.
+Accuracy and latency are added to the cards by ``python run.py eval-model --write-cards``.
 With ``--tuned-from detectors/models`` the new cards start from the shipped cards' threshold,
 second look, vote and glyph check fields (``detectors.card.TUNED_FIELDS``) instead of the bare
 defaults; the glyph check's files are copied beside them.
@@ -28,6 +28,7 @@ from detectors.card import (
     copy_glyph_check,
     tuned_fields,
     update_card,
+    with_fields,
     write_card,
 )
 from detectors.quantize import QuantSettings, TensorReader, card_preprocess, quantize_model
@@ -70,11 +71,11 @@ def base_card(
             "scale": 1 / 255,
             "pad_value": 114,
             "color": "RGB",
-            "resize": "letterbox, keep aspect, centred",
+            "resize": "letterbox",
         },
         "outputs": {"heatmap": "heatmap", "boxes": "boxes", "stride": STRIDE},
         "threshold": THRESHOLD,
-        "training": train_info,
+        "provenance": {"training": train_info},
     }
 
 
@@ -155,10 +156,13 @@ def main(argv: list[str] | None = None) -> None:
         for precision, path in paths.items():
             card = base_card(tier, precision, size, train_info) | {"macs": macs, "params": params}
             if args.tuned_from is not None:
-                card |= tuned_fields(args.tuned_from / f"fu_{tier}.{precision}.json")
+                card = with_fields(
+                    card, tuned_fields(args.tuned_from / f"fu_{tier}.{precision}.json")
+                )
                 copy_glyph_check(card, args.tuned_from, args.out)
             if precision == "int8":
-                card |= {"fp32_model": paths["fp32"].name, "quantization": quant_info}
+                quantized = {"fp32_model": paths["fp32"].name}
+                card = with_fields(card, quantized | {"provenance": {"quantization": quant_info}})
             write_card(path.with_suffix(".json"), card)
         scenes = calibration_scenes(paths["fp32"].with_suffix(".json"), args.calibration)
         quantize_model(paths["fp32"], paths["int8"], scenes, settings)

@@ -34,6 +34,7 @@ import itertools
 import json
 import math
 import multiprocessing
+import shutil
 import threading
 import time
 import traceback
@@ -50,7 +51,7 @@ import torch.nn.functional as F
 from onnx import numpy_helper
 from torch import nn
 
-from detectors.card import copy_glyph_check, read_card_fields, write_card
+from detectors.card import read_card_fields, with_fields, write_card
 from detectors.core import Box, iou
 from detectors.glyph_check import GLYPH_SIDE, GlyphCheck, GlyphSpec, crop_tensor, glyph_crop
 from detectors.quantize import QuantSettings, TensorReader, quantize_model
@@ -561,36 +562,32 @@ def export_and_compare(out: Path, val_scenes: int, workers: int, pass_target: fl
 
 
 def ship(out: Path, models_dir: Path, described: dict[str, Any]) -> list[Path]:
-    """Put ``out``'s exported recognizer into ``models_dir``: its two files, and in every card
-    there with a glyph check, what is measured of them (file names, size, multiply-adds and
-    parameters) and ``described`` (its training, metrics, rule: what only the person shipping
-    it can write). The threshold and the views stay the cards' own. Returns the cards written.
+    """Put ``out``'s exported recognizer into ``models_dir``: its two files, and in the glyph
+    check's card there what is measured of them (FP32 file name, size, multiply-adds and
+    parameters) and ``described`` (card fields such as ``metrics`` and ``provenance``: what
+    only the person shipping it can write). The threshold and the views stay the card's own.
+    Returns the cards written.
 
     Raises:
-        SystemExit: ``out`` was not exported, or no card in ``models_dir`` has a glyph check.
+        SystemExit: ``out`` was not exported, or ``models_dir`` has no glyph check's card.
     """
     missing = [n for n in (GLYPH_FP32, GLYPH_MODEL, "export.json") if not (out / n).is_file()]
     if missing:
         raise SystemExit(f"{out} has no {', '.join(missing)}: run --export on it first")
-    cards = {
-        path: fields
-        for path in sorted(models_dir.glob("*.json"))
-        if (fields := read_card_fields(path)).get("glyph")
-    }
-    if not cards:
-        raise SystemExit(f"no card in {models_dir} has a glyph check to ship into")
+    card = models_dir / Path(GLYPH_MODEL).with_suffix(".json")
+    if not card.is_file():
+        raise SystemExit(f"{models_dir} has no {card.name} to ship into")
     exported = json.loads((out / "export.json").read_text())
     measured = {
-        "model": GLYPH_MODEL,
         "fp32_model": GLYPH_FP32,
         "macs": exported["macs"],
         "params": exported["params"],
         "file_size": (out / GLYPH_MODEL).stat().st_size,
     }
-    copy_glyph_check({"glyph": measured}, out, models_dir)
-    for card, fields in cards.items():
-        write_card(card, fields | {"glyph": fields["glyph"] | described | measured})
-    return list(cards)
+    for name in (GLYPH_FP32, GLYPH_MODEL):
+        shutil.copyfile(out / name, models_dir / name)
+    write_card(card, with_fields(read_card_fields(card), described | measured))
+    return [card]
 
 
 def _described(path: str | None) -> dict[str, Any]:
@@ -638,7 +635,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--describe",
         metavar="JSON",
-        help="with --ship: fields for the cards' glyph check (training, metrics, rule, ...)",
+        help="with --ship: fields of the glyph check's card (metrics, provenance)",
     )
     parser.add_argument(
         "--recover",

@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
         {
             "model": supernet.state_dict(),
             "args": {"recovered_from": str(args.models_dir)},
-            "steps": int(card["training"]["steps"]),
+            "steps": int(card["provenance"]["training"]["steps"]),
         },
         args.out,
     )

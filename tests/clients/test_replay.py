@@ -12,7 +12,8 @@ from fakes import RedSquareDetector, red_square_frame
 from tqdm import tqdm
 
 import clients.replay
-from clients.replay import add_arguments, replay_main
+from clients.replay import add_arguments
+from clients.replay import run as replay_main
 from clients.sources import bgr_frames
 from stream.pipelines import Pipelines
 from voting import KOfNVoter

@@ -6,7 +6,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from detectors.card import MODELS_DIR, TUNED_FIELDS, read_card, read_card_fields  # noqa: E402
+from detectors.card import (  # noqa: E402
+    MODELS_DIR,
+    TUNED_FIELDS,
+    TUNED_PROVENANCE,
+    read_card,
+    read_card_fields,
+)
 from detectors.train.export import THRESHOLD, main  # noqa: E402
 from detectors.train.model import FuNet  # noqa: E402
 from detectors.train.train import make_parser  # noqa: E402
@@ -34,8 +40,11 @@ def test_new_cards_start_from_the_tuned_fields_of_the_cards_they_replace(
             assert {k: written.get(k) for k in TUNED_FIELDS} == {
                 k: shipped.get(k) for k in TUNED_FIELDS
             }
-            assert written["training"]["steps"] == 0  # the rest is the new model's
-            # The glyph check's files come along: the new cards load as they are
+            why = {k: shipped["provenance"][k] for k in TUNED_PROVENANCE}
+            assert written["provenance"] | why == written["provenance"]  # and why they were chosen
+            assert written["provenance"]["training"]["steps"] == 0  # the rest is the new model's
+            # The glyph check's card and files come along: the new cards load as they are
             assert card.glyph_path is not None and card.glyph_path.parent == out
             assert card.glyph_path.read_bytes() == (tuned_from / card.glyph_path.name).read_bytes()
-            assert (out / written["glyph"]["fp32_model"]).exists()
+            glyph_card = read_card_fields(out / written["glyph"]["card"])
+            assert (out / glyph_card["fp32_model"]).exists()

@@ -29,7 +29,7 @@ def test_card_matches_its_file(card) -> None:  # type: ignore[no-untyped-def]
     assert card.classes == ("fu",)
     assert card.model_path.name == f"fu_{card.tier}.{card.precision}.onnx"
     assert card.macs > 0 and card.params > 0 and 0 < card.threshold < 1
-    assert {"command"} <= set(raw["training"])
+    assert {"command"} <= set(raw["provenance"]["training"])
     if card.precision == "int8":
         fp32 = MODELS_DIR / raw["fp32_model"]
         assert fp32.exists()
@@ -39,8 +39,9 @@ def test_card_matches_its_file(card) -> None:  # type: ignore[no-untyped-def]
         assert model_files(card.model_path) == [card.model_path, MODELS_DIR / raw["weights_from"]]
         check_donors(card.model_path)
     if card.glyph_path is not None:
-        assert raw["glyph"]["file_size"] == card.glyph_path.stat().st_size
-        assert (card.glyph_path.parent / raw["glyph"]["fp32_model"]).exists()
+        glyph = json.loads((MODELS_DIR / raw["glyph"]["card"]).read_text(encoding="utf-8"))
+        assert glyph["file_size"] == card.glyph_path.stat().st_size
+        assert (card.glyph_path.parent / glyph["fp32_model"]).exists()
 
 
 def test_a_tier_as_wide_as_l_stores_only_what_differs() -> None:

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 from torch import nn  # noqa: E402
 
-from detectors.card import MODELS_DIR, GlyphSpec, read_card_fields  # noqa: E402
+from detectors.card import MODELS_DIR, GlyphSpec, read_card, read_card_fields  # noqa: E402
 from detectors.core import Box  # noqa: E402
 from detectors.glyph_check import GLYPH_SIDE, GlyphCheck, glyph_crop  # noqa: E402
 from detectors.synth.scenes import PosterScene, render_posters  # noqa: E402
@@ -593,22 +593,24 @@ def test_a_tiny_training_run_then_its_export(tmp_path: Path) -> None:
         for split in ("train_split", "held_out"):
             assert 0.0 <= compared[f"{name} {split}"]["fu_pass"] <= 1.0
 
-    # shipped into a folder of cards: the files, and what describes them in each glyph card
+    # shipped into a folder of cards: the files, and what describes them in the glyph card
     models = tmp_path / "models"
     models.mkdir()
-    for card in ("fu_l.int8.json", "fu_s.int8.json"):
+    for card in ("fu_l.int8.json", "fu_glyph.int8.json"):
         shutil.copyfile(MODELS_DIR / card, models / card)
-    (tmp_path / "fields.json").write_text(json.dumps({"training": "a tiny run", "rule": "none"}))
-    before = read_card_fields(models / "fu_l.int8.json")["glyph"]
+    described = {"provenance": {"training": "a tiny run", "rule": "none"}}
+    (tmp_path / "fields.json").write_text(json.dumps(described))
+    before = read_card_fields(models / "fu_glyph.int8.json")
     main(["--ship", str(models), "--describe", str(tmp_path / "fields.json"), "--out", out])
-    shipped = read_card_fields(models / "fu_l.int8.json")["glyph"]
-    assert shipped["training"] == "a tiny run" and shipped["rule"] == "none"
+    shipped = read_card_fields(models / "fu_glyph.int8.json")
+    assert shipped["provenance"] == before["provenance"] | described["provenance"]
     assert (shipped["macs"], shipped["params"]) == (report["macs"], report["params"])
     assert shipped["file_size"] == (tmp_path / "fu_glyph.int8.onnx").stat().st_size
     assert (shipped["min_score"], shipped["contexts"]) == (before["min_score"], before["contexts"])
-    assert read_card_fields(models / "fu_s.int8.json") == read_card_fields(
-        MODELS_DIR / "fu_s.int8.json"
-    )  # a card without a glyph check is left alone
+    assert read_card_fields(models / "fu_l.int8.json") == read_card_fields(
+        MODELS_DIR / "fu_l.int8.json"
+    )  # a detector's card names the glyph card and is left alone
+    assert read_card(models / "fu_l.int8.json").glyph_path == models / "fu_glyph.int8.onnx"
     for name in ("fu_glyph.fp32.onnx", "fu_glyph.int8.onnx"):
         assert (models / name).read_bytes() == (tmp_path / name).read_bytes()
 
@@ -617,7 +619,7 @@ def test_a_tiny_training_run_then_its_export(tmp_path: Path) -> None:
     ("exported", "card", "message"),
     [
         (False, "fu_l.int8.json", "has no fu_glyph.fp32.onnx, fu_glyph.int8.onnx, export.json"),
-        (True, "fu_s.int8.json", "has a glyph check to ship into"),
+        (True, "fu_s.int8.json", "has no fu_glyph.int8.json to ship into"),
     ],
 )
 def test_shipping_is_refused_without_an_export_or_a_card_to_ship_into(

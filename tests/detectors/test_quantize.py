@@ -33,7 +33,7 @@ def run_quantize(*argv: str) -> quantize.Report:
 
 
 def test_a_carded_detector_gets_an_int8_model_card_and_report(tmp_path: Path, photos: Path) -> None:
-    for name in ("fu_m.fp32.onnx", "fu_m.fp32.json", "fu_glyph.int8.onnx"):
+    for name in ("fu_m.fp32.onnx", "fu_m.fp32.json", "fu_glyph.int8.json", "fu_glyph.int8.onnx"):
         shutil.copy(MODELS_DIR / name, tmp_path)  # the card and what it names
     out = tmp_path / "out"
     out.mkdir()

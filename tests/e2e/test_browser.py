@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 from object_scenes import covers, frame_with
 from playwright.sync_api import Page, sync_playwright
 
 from clients.clips import write_y4m
-from clients.local_server import LocalServer, local_server, start_server, stop_server
 from detectors.synth.scenes import make_clip
+from evals.local_server import LocalServer, local_server, start_server, stop_server
 
 pytestmark = pytest.mark.browser
 
@@ -162,6 +165,38 @@ def test_the_page_reconnects_when_the_server_comes_back(tmp_path, query):
             wait_for(page, lambda r: len(frames(r[before:])) >= 3, limit_s=60)
     finally:
         stop_server(server)
+
+
+def peer_ports(server: LocalServer) -> set[tuple[int, int]]:
+    """(worker pid, UDP port) of every ICE socket the server's workers hold."""
+    found = set()
+    for child in psutil.Process(server.process.pid).children():
+        if "spawn_main" in " ".join(child.cmdline()):
+            found |= {(child.pid, c.laddr.port) for c in child.net_connections("udp")}
+    return found
+
+
+def test_offers_on_any_worker_are_answered_by_it_and_a_killed_worker_is_survived(tmp_path):
+    """Each page's offer lands on one of two workers, whose answer names its own ICE
+    candidates: the media reaches the process holding the peer. When that process is
+    killed, the page reconnects and the host's other worker (or its replacement) serves it."""
+    clip = clip_file(tmp_path, "fu", seed=7)
+    served: set[int] = set()
+    with own_server(tmp_path, "--workers", "2") as server:
+        for _ in range(8):  # the kernel picks the worker per connection: until both served
+            before = peer_ports(server)
+            with demo_page(server.url + "/?autostart", clip) as page:
+                wait_for(page, recognized)
+                holders = {pid for pid, _ in peer_ports(server) - before}
+                assert len(holders) == 1
+                served |= holders
+                if len(served) == 2:
+                    seen = len(frames(page.evaluate("window.scanResults")))
+                    os.kill(holders.pop(), signal.SIGKILL)
+                    wait_for_status(page, "reconnecting")
+                    wait_for(page, lambda r, n=seen: len(frames(r)) >= n + 3, limit_s=60)
+                    break
+    assert len(served) == 2
 
 
 def overlay_is_blank(page: Page) -> bool:

@@ -12,13 +12,13 @@ import pytest
 
 import run as run_py
 from detectors.card import MODELS_DIR, find_card, read_card_fields, write_card
-from detectors.evaluate import held_out
 from detectors.onnx_detector import OnnxDetector
 from detectors.synth.bank import load_glyphs
+from evals.detectors.evaluate import held_out
 from evals.real import STAGES, ClipSpec, Evaluator, RunConfig, clip_specs, stage_reached
 from evals.real_scenes import RealClip, RealSetError, ink_box, load_set, scene_clip, style_group
+from evals.voting.evaluate import real_source
 from hw_sim import get_profile
-from voting.evaluate import real_source
 
 SIZE = (640, 360)
 FPS = 15.0
@@ -155,7 +155,7 @@ def test_stages_of_a_frame(evaluator):
 def test_the_report_has_its_rows_and_names_the_stage_of_a_forced_miss(real_dir, tmp_path, capsys):
     models = tmp_path / "models"
     shutil.copytree(MODELS_DIR, models)
-    for path in models.glob("fu_*.json"):  # no close-up scores the threshold, none is rescued
+    for path in models.glob("fu_[lms].*.json"):  # no close-up scores the threshold, none is rescued
         fields = read_card_fields(path) | {"threshold": 0.999}
         if "glyph" in fields:
             fields["glyph"] = {k: v for k, v in fields["glyph"].items() if k != "rescue_from"}

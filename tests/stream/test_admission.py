@@ -10,7 +10,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from stream.admission import Admission, ServerConfig
-from stream.server import ADMISSION, GATEWAY, loopback_host_addresses
+from stream.server import ADMISSION, GATEWAY, WEBSOCKETS, loopback_host_addresses
 
 
 @pytest.mark.parametrize(
@@ -182,3 +182,33 @@ async def test_a_peer_that_never_connects_is_closed_after_the_ice_timeout(make_s
             await asyncio.sleep(0.05)
     assert server.app[ADMISSION].total == 0
     await pc.close()
+
+
+async def readiness(server):
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"http://127.0.0.1:{server.port}/readyz") as response,
+    ):
+        return response.status, await response.json()
+
+
+async def test_readyz_is_false_at_the_limit_and_while_draining_and_healthz_stays_true(make_server):
+    server = await make_server(ServerConfig(max_sessions=1, token="secret"))  # probes need none
+    assert await readiness(server) == (200, {"ready": True, "sessions": 0, "max_sessions": 1})
+    async with connect(ws_url(server, "?token=secret")) as ws:
+        await start_session(ws)
+        status, body = await readiness(server)
+        assert (status, body["ready"], body["reason"]) == (503, False, "server full (1 sessions)")
+    for _ in range(100):
+        if server.app[ADMISSION].total == 0:
+            break
+        await asyncio.sleep(0.02)
+    assert (await readiness(server))[0] == 200
+    await server.app[WEBSOCKETS].close_all()  # what shutdown does first
+    status, body = await readiness(server)
+    assert (status, body["reason"]) == (503, "the server is shutting down")
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"http://127.0.0.1:{server.port}/healthz") as response,
+    ):
+        assert (response.status, await response.json()) == (200, {"alive": True})

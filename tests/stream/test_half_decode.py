@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from fakes import RedSquareDetector, jpeg, red_square_frame
 
-from clients.video_codec import encode_video
 from detectors.objects.features import FRAME_SIDE
 from detectors.onnx_detector import load_detector
 from detectors.synth.scenes import make_clip
+from evals.video_codec import encode_video
 from hw_sim import DeviceProfile, DeviceSimulator
 from stream.images import JpegImage, VideoImage, image_decoder, video_frame_decoder
 from stream.pipelines import view_side
@@ -78,10 +78,10 @@ def test_view_side_follows_the_model_and_registered_targets():
     detector = load_detector("m")  # 320x240 input
     assert view_side(RedSquareDetector(), None) is None
     assert view_side(detector, None)() == 320
-    targets = SimpleNamespace(index=SimpleNamespace(targets=()))
-    side = view_side(detector, targets)
+    index = SimpleNamespace(targets=())
+    side = view_side(detector, SimpleNamespace(current=lambda: index))
     assert side() == 320  # no target registered: object scan looks at nothing
-    targets.index.targets = ("poster",)
+    index.targets = ("poster",)
     assert side() == FRAME_SIDE  # object scan describes frames up to this size
 
 

@@ -1,6 +1,7 @@
 """``serve``: its flags are checked before anything loads, and the access log hides tokens."""
 
 import logging
+import signal
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 from fakes import RedSquareDetector
 
+from stream import server
 from stream.admission import ServerConfig
 from stream.pipelines import Pipelines
 from stream.server import RedactingAccessLogger, serve, url_host
@@ -47,10 +49,14 @@ def fake_models(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def started(monkeypatch: pytest.MonkeyPatch, fake_models: None) -> list[dict[str, object]]:
-    """Calls of ``web.run_app`` by ``serve``; each returns at once."""
-    calls: list[dict[str, object]] = []
-    monkeypatch.setattr(web, "run_app", lambda app, **kwargs: calls.append(kwargs))
+def started(monkeypatch: pytest.MonkeyPatch, fake_models: None) -> list[dict[str, Any]]:
+    """Calls of ``run_server`` by ``serve``; each returns at once."""
+    calls: list[dict[str, Any]] = []
+
+    def run_server(app: web.Application, sockets: list[socket.socket], *_: Any) -> None:
+        calls.append({"sockets": sockets, "ready": _[1]})
+
+    monkeypatch.setattr(server, "run_server", run_server)
     return calls
 
 
@@ -93,14 +99,13 @@ def test_wrong_flags_end_start_up_with_one_line(
 
 def test_a_host_name_is_resolved_and_the_urls_are_shown_once_listening(started, capsys, tmp_path):
     serve("localhost", 0, ServerConfig(), targets=tmp_path)
-    assert capsys.readouterr().out == ""  # nothing yet: run_app has not started serving
-    [kwargs] = started
-    assert kwargs["access_log_class"] is RedactingAccessLogger
-    port = kwargs["sock"][0].getsockname()[1]  # the OS's choice for port 0
-    for sock in kwargs["sock"]:  # every address of localhost, bound by serve on that one port
+    assert capsys.readouterr().out == ""  # nothing yet: run_server has not started serving
+    [call] = started
+    port = call["sockets"][0].getsockname()[1]  # the OS's choice for port 0
+    for sock in call["sockets"]:  # every address of localhost, bound by serve on that one port
         assert sock.getsockname()[1] == port != 0
         sock.close()
-    kwargs["print"]("======== Running on ... ========")  # run_app: the sockets accept
+    call["ready"]()  # run_server: the sockets accept
     assert capsys.readouterr().out == f"open http://localhost:{port}/\n"
     assert aioice.ice.get_host_addresses(True, False) == ["127.0.0.1"]  # loopback ICE
 
@@ -109,35 +114,35 @@ def test_a_host_name_is_resolved_and_the_urls_are_shown_once_listening(started, 
 def test_the_url_shown_names_the_port_listened_on(
     monkeypatch, fake_models, capsys, tmp_path, reserved_port, pick_port
 ):
-    real_run_app = web.run_app
+    real_run_server = server.run_server
     shown: list[int | None] = []
 
-    def run_app(app: web.Application, **kwargs: Any) -> None:
-        def listening(*args: object) -> None:
-            kwargs["print"](*args)  # serve's own: the URL
+    def run_server(app: web.Application, sockets: Any, context: Any, ready: Any) -> None:
+        def listening() -> None:
+            ready()  # serve's own: the URL
             port = urlsplit(capsys.readouterr().out.strip().removeprefix("open ")).port
             shown.append(port)
             socket.create_connection(("127.0.0.1", port), timeout=5).close()  # it listens
-            raise web.GracefulExit  # instead of serving forever
+            signal.raise_signal(signal.SIGTERM)  # drains and returns, instead of serving on
 
-        real_run_app(app, **{**kwargs, "print": listening})
+        real_run_server(app, sockets, context, listening)
 
-    monkeypatch.setattr(web, "run_app", run_app)
+    monkeypatch.setattr(server, "run_server", run_server)
     serve("127.0.0.1", 0 if pick_port else reserved_port, ServerConfig(), targets=tmp_path)
     [port] = shown
     assert port != 0 and (pick_port or port == reserved_port)
 
 
 def test_an_address_in_use_ends_start_up_with_one_line(monkeypatch, fake_models, capsys, tmp_path):
-    real_run_app = web.run_app
+    real_run_server = server.run_server
 
-    def run_app(app: web.Application, **kwargs: object) -> None:
-        def listening(*_: object) -> None:  # instead of serving forever
+    def run_server(app: web.Application, sockets: Any, context: Any, ready: Any) -> None:
+        def listening() -> None:  # instead of serving forever
             raise AssertionError("listened on an address already in use")
 
-        real_run_app(app, **{**kwargs, "print": listening})
+        real_run_server(app, sockets, context, listening)
 
-    monkeypatch.setattr(web, "run_app", run_app)
+    monkeypatch.setattr(server, "run_server", run_server)
     with socket.create_server(("127.0.0.1", 0)) as taken, pytest.raises(SystemExit) as exited:
         port = taken.getsockname()[1]  # listened on by another socket, bound to port 0
         serve("127.0.0.1", port, ServerConfig(), targets=tmp_path)

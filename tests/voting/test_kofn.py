@@ -43,3 +43,8 @@ def test_the_check_is_asked_on_the_hit_that_would_recognize(answers, asked, at):
     events = run(KOfNVoter(k=3, n=5), [Thing(A, steady(0.9, 0.0, 4.0))], 10, 4.0, check=check)
     assert len(check.asked) == asked
     assert [e.t for e in events if e.event == "recognized"] == ([] if at is None else [at])
+
+
+def test_a_track_gone_before_its_kth_hit_expires_without_an_event():
+    # two hits of the three needed, then nothing: the track expires unannounced
+    assert run(KOfNVoter(k=3, n=5), [Thing(A, steady(0.9, 0.0, 0.2))], 10, 4.0) == []

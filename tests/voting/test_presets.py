@@ -1,4 +1,5 @@
 import pytest
+from pydantic import TypeAdapter
 
 from voting import (
     KOfNVoter,
@@ -9,9 +10,11 @@ from voting import (
     preset_names,
 )
 from voting.evidence import ScoreModel
+from voting.presets import PRESETS, PRESETS_FILE, KOfNOptions, read_presets
 from voting.sequential import (
     DEFAULT_SCORE_MODEL,
     OBJECT_SCAN_SCORE_MODEL,
+    SequentialConfig,
     score_model_for_threshold,
 )
 
@@ -74,7 +77,7 @@ def test_a_models_vote_fields_start_the_stream_and_options_override_them(
 
 
 def test_a_models_vote_fields_are_checked_and_kofn_ignores_them():
-    with pytest.raises(VotingConfigError, match="unknown voting option 'wobble'"):
+    with pytest.raises(VotingConfigError, match=r"voting\.wobble: extra field not permitted"):
         make_voter("balanced", 0.7, (), {"wobble": 1})
     assert make_voter("kofn", 0.7, (), {"confirm_margin": 1}, k=2, n=3).k == 2
 
@@ -84,7 +87,7 @@ def test_kofn_ignores_the_detector_threshold():
 
 
 def test_detector_threshold_is_no_client_option():
-    with pytest.raises(VotingConfigError, match="unknown voting option 'detector_threshold'"):
+    with pytest.raises(VotingConfigError, match=r"voting\.detector_threshold: extra field not"):
         make_voter("balanced", detector_threshold=0.74)
 
 
@@ -113,22 +116,65 @@ def test_kofn_baseline():
     ("preset", "overrides", "code", "message"),
     [
         ("paranoid", {}, "unknown_preset", "unknown voting preset 'paranoid'"),
-        ("balanced", {"alpah": 0.1}, "bad_option", "unknown voting option 'alpah'"),
-        ("balanced", {"alpha": "0.1"}, "bad_option", "must be float"),
-        ("balanced", {"alpha": True}, "bad_option", "must be float"),
-        ("balanced", {"max_tracks": 2.5}, "bad_option", "must be int"),
-        ("balanced", {"score_model": {}}, "bad_option", "must be ScoreModel"),
-        ("balanced", {"label_score_models": [OWN]}, "bad_option", "must be Mapping"),
-        ("balanced", {"label_score_models": {"fu": 1.0}}, "bad_option", "must be Mapping"),
-        ("balanced", {"label_score_models": {1: OWN}}, "bad_option", "must be Mapping"),
-        ("balanced", {"alpha": 0.9}, "bad_option", "alpha must be in"),
-        ("balanced", {"edge_discount": -0.1}, "bad_option", "edge_discount must be in"),
-        ("kofn", {"alpha": 0.1}, "bad_option", "unknown k-of-n option 'alpha'"),
-        ("kofn", {"k": 2.0}, "bad_option", "must be int"),
-        ("kofn", {"k": 6, "n": 5}, "bad_option", "need 1 <= k <= n"),
+        ("balanced", {"alpah": 0.1}, "bad_option", "voting.alpah: extra field not permitted"),
+        ("balanced", {"alpha": "0.1"}, "bad_option", "voting.alpha: Input should be a valid num"),
+        ("balanced", {"alpha": True}, "bad_option", "voting.alpha: Input should be a valid num"),
+        ("balanced", {"max_tracks": 2.5}, "bad_option", "voting.max_tracks: Input should be a"),
+        ("balanced", {"score_model": {}}, "bad_option", "voting.score_model: Input should be an"),
+        ("balanced", {"label_score_models": [OWN]}, "bad_option", "voting.label_score_models:"),
+        ("balanced", {"label_score_models": {"fu": 1.0}}, "bad_option", "label_score_models.fu:"),
+        ("balanced", {"label_score_models": {1: OWN}}, "bad_option", "label_score_models.1.[key]"),
+        ("balanced", {"alpha": 0.9}, "bad_option", "voting.alpha: Input should be less than 0.5"),
+        ("balanced", {"edge_discount": -0.1}, "bad_option", "voting.edge_discount: Input should"),
+        ("balanced", {"lose_below": 9.0}, "bad_option", "voting: lose_below must be below the"),
+        ("kofn", {"alpha": 0.1}, "bad_option", "voting.alpha: extra field not permitted"),
+        ("kofn", {"k": 2.0}, "bad_option", "voting.k: Input should be a valid integer (got 2.0)"),
+        ("kofn", {"k": 0}, "bad_option", "voting.k: Input should be greater than or equal to 1"),
+        ("kofn", {"k": 6, "n": 5}, "bad_option", "voting: need 1 <= k <= n"),
     ],
 )
 def test_errors_are_clear(preset, overrides, code, message):
-    with pytest.raises(VotingConfigError, match=message) as caught:
+    with pytest.raises(VotingConfigError) as caught:
         make_voter(preset, **overrides)
     assert caught.value.code == code
+    assert message in str(caught.value)
+
+
+def test_the_shipped_presets_are_read_from_their_file():
+    assert read_presets(PRESETS_FILE) == PRESETS
+    assert PRESETS["strict"] == {"alpha": 1e-4, "beta": 1e-2, "hold": 4.0}
+    assert PRESETS["balanced"] == {}  # the defaults
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # a misspelt key, at the top and nested (a preset is a table of fields)
+        ("[quick]\nalpah = 0.01\n", "quick.alpah: extra field not permitted"),
+        ("[quick]\nscore_model = {edges = [0.5], llrs = [-1, 1], misss = -1}\n", "misss"),
+        # a wrong type
+        ('[quick]\nalpha = "0.01"\n', "quick.alpha: Input should be a valid number (got '0.01')"),
+        ("[quick]\nconfirm = 1\n", "quick.confirm: Input should be a valid boolean (got 1)"),
+        ("[quick]\nmax_tracks = 2.5\n", "quick.max_tracks: Input should be a valid integer"),
+        # out of bounds, alone and together
+        ("[quick]\nalpha = 0.5\n", "quick.alpha: Input should be less than 0.5 (got 0.5)"),
+        ("[quick]\nfloor = 1.0\n", "quick.floor: Input should be less than or equal to 0"),
+        ("[quick]\nlose_below = 9.0\n", "quick: lose_below must be below the recognition"),
+        # not a file of presets
+        ("quick = 3\n", "expected one table"),
+        ("[quick\n", "cannot read"),
+    ],
+)
+def test_a_bad_presets_file_is_refused_naming_file_preset_and_field(tmp_path, text, message):
+    path = tmp_path / "presets.toml"
+    path.write_text(text)
+    with pytest.raises(ValueError) as refused:
+        read_presets(path)
+    assert str(path) in str(refused.value)
+    assert message in str(refused.value)
+
+
+@pytest.mark.parametrize("schema", [SequentialConfig, KOfNOptions])
+def test_every_voting_field_says_what_it_is(schema):
+    described = TypeAdapter(schema).json_schema()["properties"].values()
+    assert described and all(field.get("description") for field in described)

@@ -1,7 +1,9 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from voting.simulate import BASE_FPS, FU, KINDS, NEGATIVE, NoiseModel, make_sim_clip
+from voting.simulate import BASE_FPS, FU, KINDS, NEGATIVE, ClipCheck, NoiseModel, make_sim_clip
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -51,3 +53,21 @@ def test_subsample_keeps_the_timeline(fps, step):
 def test_unknown_kind():
     with pytest.raises(ValueError, match="unknown clip kind"):
         make_sim_clip(0, "cats")
+
+
+def test_a_clip_lasts_its_frames_at_the_base_rate():
+    clip = make_sim_clip(2, "fu")
+    assert clip.duration == pytest.approx(len(clip.times) / BASE_FPS)
+
+
+def test_a_subsampled_clip_asks_the_check_of_its_base_rate_frame():
+    clip = make_sim_clip(2, "fu")
+    assert clip.confirmer(0) is None  # no check: the voter decides alone
+    scores = tuple(
+        {d: 0.9 if k % 4 == 0 else 0.2 for d in found} for k, found in enumerate(clip.detections)
+    )
+    low = replace(clip, check=ClipCheck(scores, min_score=0.5)).subsample(15)
+    seen = [i for i, found in enumerate(low.detections) if len(found)]
+    answers = [low.confirmer(i)(next(iter(low.detections[i]))) for i in seen]
+    assert answers == [low.frame_index[i] % 4 == 0 for i in seen]
+    assert True in answers and False in answers

@@ -53,6 +53,13 @@ def test_best_pairs_win_regardless_of_detection_order():
     assert [track for track, _ in pairs] == [right, left]
 
 
+def test_a_track_takes_its_best_detection_and_the_other_starts_a_track():
+    tracker = IouTracker()
+    ((first, _),) = tracker.associate([det((0, 0, 100, 100))], 0.0)
+    pairs = tracker.associate([det((2, 2, 102, 102)), det((4, 4, 104, 104), 0.8)], 0.1)
+    assert [track is first for track, _ in pairs] == [True, False]
+
+
 @pytest.mark.parametrize(("gap", "kept"), [(0.5, True), (1.0, True), (1.01, False)])
 def test_tracks_survive_gaps_in_media_time(gap, kept):
     tracker = IouTracker(max_gap=1.0)

@@ -6,7 +6,8 @@ import pytest
 from object_scenes import covers
 
 from detectors.objects import TargetStore
-from detectors.objects.cli import add_arguments, targets_main
+from detectors.objects.cli import add_arguments
+from detectors.objects.cli import run as targets_main
 
 
 def _parser():

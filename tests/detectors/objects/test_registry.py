@@ -106,7 +106,8 @@ def test_a_name_is_taken_once_unless_replaced(tmp_path):
     assert [t.name for t in registry.list()] == ["book"]
     assert registry.detect(frame_with(second.image, PERSPECTIVE)).items[0].label == "book"
     assert len(registry.detect(frame_with(first.image, PERSPECTIVE))) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["book"]  # no staging left over
+    # No staging left over; the version counter tells other processes of each change.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".version", "book"]
 
 
 @pytest.mark.parametrize(
@@ -153,3 +154,31 @@ def test_default_folder_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv(ENV_VAR)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert default_dir() == tmp_path / "fuscan" / "targets"
+
+
+def test_registrations_through_one_registry_reach_another_on_the_same_folder(tmp_path):
+    """As the workers of one server: each has its own registry over the one folder."""
+    first, second = _registry(tmp_path), _registry(tmp_path)
+    cover, other = covers()[:2]
+    first.add(cover.name, [cover.image])
+    frame = frame_with(cover.image, PERSPECTIVE)
+    assert [d.label for d in second.detect(frame).items] == [cover.name]  # its next frame
+    second.add(other.name, [other.image])
+    with pytest.raises(TargetError, match="exists"):
+        second.add(cover.name, [cover.image])  # it knows first's target before it checks
+    second.remove(cover.name)
+    assert [t.name for t in first.list()] == [other.name]
+    assert first.detect(frame).items == ()
+
+
+def test_an_unchanged_folder_is_not_read_again(tmp_path, monkeypatch):
+    first, second = _registry(tmp_path), _registry(tmp_path)
+    for product in covers()[:2]:
+        first.add(product.name, [product.image])
+    second.list()
+    loads = []
+    monkeypatch.setattr(second.store, "load", lambda folder: loads.append(folder.name))
+    second.list()  # nothing changed: no listing, no load
+    first.remove(covers()[0].name)
+    assert [t.name for t in second.list()] == [covers()[1].name]
+    assert loads == []  # the one left was loaded before

@@ -1,0 +1,1 @@
+"""``run.py bench``: where every millisecond goes, one module per section."""

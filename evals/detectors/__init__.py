@@ -1,0 +1,1 @@
+"""``run.py eval-model`` and ``run.py eval-targets``: the detectors on generated scenes."""

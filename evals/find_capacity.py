@@ -1,0 +1,152 @@
+"""How many streams one host holds per worker count: ``run.py loadtest --find-capacity``.
+
+    python run.py loadtest --find-capacity --workers 1,2
+    python run.py loadtest --find-capacity --workers 1,4,8,14 --client-procs 2 --duration 6
+
+For each worker count, a local ``run.py serve --workers N`` and a search over the number
+of streams (15 fps each): a step is held when the server-side p95 latency stays within
+the bound, (almost) every frame is answered and the lag does not grow, as in
+``run.py bench``'s capacity section. The search starts from the last count's streams per
+worker, grows by half until a step fails, then halves the gap down to a tenth. The table
+says the streams held, how that compares with linear scaling from one worker, and what a
+stream costs the server (CPU per stream, CPU per frame).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+from evals.bench.capacity import CapacityRow, capacity_row
+from evals.loadtest import LoadClients, local_server
+from evals.tables import table
+
+MAX_STREAMS = 1024
+"""The local server's session limit: the search goes no further."""
+PRECISION = 0.1
+"""The search stops once the held and the failed step are this close (relative)."""
+LINEAR_SHARE = 0.8
+"""The target: capacity grows at least this share of linearly with workers."""
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    workers: int
+    streams: int
+    """The most streams a step held (0: not even one)."""
+    row: CapacityRow | None
+    """That step's measurements."""
+    steps: int
+
+
+def most_held(
+    measure: Callable[[int], CapacityRow], guess: int, limit: int = MAX_STREAMS
+) -> tuple[int, CapacityRow | None, int]:
+    """The most streams ``measure`` holds, its row, and the steps measured: up from
+    ``guess`` by half until a step is not held, then bisecting to :data:`PRECISION`."""
+    held, held_row, failed, steps = 0, None, limit + 1, 0
+    n = max(1, min(guess, limit))
+    while True:
+        row = measure(n)
+        steps += 1
+        if row.held:
+            held, held_row = n, row
+        else:
+            failed = n
+        if failed - held <= max(1, int(held * PRECISION)) or held == limit:
+            return held, held_row, steps
+        n = min(limit, max(n + 1, n * 3 // 2)) if failed > limit else (held + failed) // 2
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """What every step streams: ``transport`` streams at ``fps`` for ``duration`` s."""
+
+    transport: str
+    fps: float
+    duration: float
+    phases: str = "independent"
+
+
+def find_capacity(
+    counts: Sequence[int],
+    load: Load,
+    profile: str,
+    clients: LoadClients,
+    max_video_kbps: int | None = None,
+    out: Callable[[str], None] = print,
+) -> list[Capacity]:
+    """Per worker count, a fresh local server and the most streams of ``load`` it holds."""
+    logging.getLogger("aioice").setLevel(logging.WARNING)
+    found: list[Capacity] = []
+    per_worker = 4.0  # streams a worker holds: a first guess, then the last count's
+    for workers in counts:
+        with local_server(profile, max_video_kbps, workers) as (url, pid):
+            measure = partial(step, clients, url, pid, load, f"{workers} workers", out)
+            streams, row, steps = most_held(measure, round(per_worker * workers))
+        found.append(Capacity(workers, streams, row, steps))
+        per_worker = max(1.0, streams / workers)
+    return found
+
+
+def step(
+    clients: LoadClients,
+    url: str,
+    pid: int,
+    load: Load,
+    name: str,
+    out: Callable[[str], None],
+    n: int,
+) -> CapacityRow:
+    """``n`` streams of ``load`` against the server at ``url``: held or not, and why."""
+    ws, rtc = (n, 0) if load.transport == "websocket" else (0, n)
+    result = clients.measure(url, pid, ws, rtc, load.fps, load.duration, 1.0, load.phases)
+    row = capacity_row(result, load.transport)
+    out(
+        f"  {name}, {n} streams: {'held' if row.held else 'not held'} (server p95 "
+        f"{row.server_p95:.0f} ms, {100 * row.result_share:.0f}% answered, "
+        f"server CPU {row.server_cpu:.0f}%, client CPU {row.client_cpu:.0f}%)"
+    )
+    time.sleep(1.0)  # let the sessions close
+    return row
+
+
+def format_capacity(found: Sequence[Capacity]) -> str:
+    """The table: streams held, scaling against one worker and the target, CPU per stream."""
+    base = next((c for c in found if c.workers == 1), None)
+    header = ["workers", "streams held", "per worker", "x 1 worker", "target x",
+              "server CPU %", "CPU % per stream", "CPU ms/frame", "server p95 ms",
+              "client CPU %", "steps"]  # fmt: skip
+    body = []
+    for c in found:
+        row = c.row
+        scale = f"{c.streams / base.streams:.2f}" if base and base.streams else "-"
+        target = f"{LINEAR_SHARE * c.workers:.1f}"
+        per_stream = f"{row.server_cpu / c.streams:.1f}" if row and c.streams else "-"
+        body.append([
+            str(c.workers), str(c.streams), f"{c.streams / c.workers:.1f}", scale, target,
+            f"{row.server_cpu:.0f}" if row else "-", per_stream,
+            f"{row.server_cpu_ms_per_frame:.1f}" if row else "-",
+            f"{row.server_p95:.1f}" if row else "-", f"{row.client_cpu:.0f}" if row else "-",
+            str(c.steps),
+        ])  # fmt: skip
+    return table(header, body)
+
+
+def find_capacity_main(args: argparse.Namespace) -> int:
+    counts = args.workers or [1, os.cpu_count() or 1]
+    with LoadClients(args.client_procs) as clients:
+        load = Load(args.transport, args.fps, args.duration, args.phases)
+        found = find_capacity(counts, load, args.profile, clients, args.max_video_kbps)
+    print(
+        f"\n{args.transport} streams at {args.fps:g} fps held per worker count, "
+        f"{args.duration:g} s a step, profile {args.profile!r}, {args.phases} camera phases, "
+        f"{args.client_procs} client processes on the same {os.cpu_count()}-core machine"
+    )
+    print(format_capacity(found))
+    return 0

@@ -1,0 +1,1 @@
+"""What a scan feels like per device profile: ``run.py profiles`` and ``run.py eval-hw``."""

@@ -1,0 +1,1 @@
+"""``run.py eval-voting``: labelled clips through the voters, simulated or rendered."""

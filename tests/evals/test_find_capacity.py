@@ -1,0 +1,40 @@
+"""The capacity search: the most streams held, found in few steps."""
+
+import dataclasses
+
+import pytest
+
+from evals.bench.capacity import CapacityRow
+from evals.find_capacity import Capacity, format_capacity, most_held
+
+HELD = CapacityRow("websocket", 1, 15.0, 1.0, 20, 40, 60, 10, 30, 50, 0.0, 0, 50.0, 20.0, 1.0)
+
+
+def holds_up_to(capacity, seen):
+    def measure(n):
+        seen.append(n)
+        return dataclasses.replace(HELD, streams=n, server_p95=50 if n <= capacity else 500)
+
+    return measure
+
+
+@pytest.mark.parametrize(
+    ("capacity", "guess", "found"),
+    [(0, 4, 0), (1, 4, 1), (17, 4, 17), (17, 40, 17), (100, 8, None), (2000, 900, 1024)],
+)
+def test_the_search_finds_the_most_streams_held_within_a_tenth(capacity, guess, found):
+    seen = []
+    held, row, steps = most_held(holds_up_to(capacity, seen), guess, limit=1024)
+    if found is not None:
+        assert held == found
+    assert (row is None) == (held == 0)
+    assert steps == len(seen) <= 14
+    assert 0 <= min(capacity, 1024) - held <= max(1, capacity // 10)
+
+
+def test_the_table_compares_each_count_with_one_worker():
+    one = Capacity(1, 10, dataclasses.replace(HELD, streams=10, server_cpu=100.0), 3)
+    eight = Capacity(8, 72, dataclasses.replace(HELD, streams=72, server_cpu=720.0), 4)
+    lines = format_capacity([one, eight]).splitlines()
+    assert "7.20" in lines[-1] and "6.4" in lines[-1]  # x 1 worker, and the 0.8 x 8 target
+    assert " 10.0 " in lines[-1]  # CPU % of a core per stream, unchanged
