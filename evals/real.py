@@ -49,7 +49,9 @@ STAGES = ("first look", "close-up", "glyph check", "turned check", "vote")
 """Where a clip of a 福 that was never recognized was lost, earliest first: no candidate on the
 福 above the first look's cut; candidates, but no close-up scoring the threshold; detections,
 refused by the glyph check; passed by the glyph check, refused by the turned check; or every
-check passed on some frame, and still no ``recognized``."""
+check passed on some frame, and still no ``recognized`` (the vote asks the checks only as a
+track nears recognition, and counts a refusal as a miss: checks that pass on some frames and
+refuse others end here too)."""
 
 
 def share(text: str) -> float:
