@@ -15,6 +15,9 @@ const params = new URLSearchParams(location.search);
 const withToken = (path) =>
   params.has("token") ? `${path}?token=${encodeURIComponent(params.get("token"))}` : path;
 
+// ?relay=1: ICE candidates through the TURN relay only (iceTransportPolicy "relay").
+const RELAY_ONLY = params.get("relay") === "1";
+
 const BANNER_MS = 2500;
 const WEBRTC_CONNECT_MS = 8000;      // give up on WebRTC and fall back after this
 const WS_SEND_FPS = 10;              // frame rate of the websocket fallback
@@ -187,15 +190,43 @@ function iceGatheringDone(peer) {
   });
 }
 
-// Resolves once media flows; rejects if WebRTC cannot connect (then we fall back).
+// WebRTC could not connect through the TURN relay the page was told to use (?relay=1): the
+// websocket would hide that, so the user is told why instead.
+class RelayFailed extends Error {}
+
+// The ICE servers of this session, from the server (docs/networks.md): TURN credentials there
+// expire, so they are fetched for every session and never kept in the page.
+async function rtcConfiguration() {
+  const response = await fetch(withToken("/ice-servers"));
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Refused(response.status, body.error || response.statusText);
+  return { iceServers: body.iceServers, iceTransportPolicy: RELAY_ONLY ? "relay" : "all" };
+}
+
+function relayFailure(iceErrors) {
+  const why = iceErrors.length ? ` (${iceErrors.at(-1)})` : "";
+  return new RelayFailed(`WebRTC could not connect through the TURN relay${why}: check the ` +
+    "server's --ice-server and --turn-secret against the TURN server (docs/networks.md)");
+}
+
+// Resolves once media flows; rejects if WebRTC cannot connect (then we fall back, unless the
+// page must use the relay).
 async function startWebRtc(generation, onLost) {
-  const pc = new RTCPeerConnection();
+  const pc = new RTCPeerConnection(await rtcConfiguration());
   const transport = { kind: "WebRTC", close: () => pc.close() };
+  const iceErrors = [];  // e.g. a TURN server refusing the credentials: "401 Unauthorized"
+  pc.addEventListener("icecandidateerror", (e) => {
+    iceErrors.push(`${e.url}: ${e.errorCode} ${e.errorText}`);
+  });
   const channel = pc.createDataChannel("results");
   channel.onmessage = (e) => { if (generation === state.generation) onResult(JSON.parse(e.data)); };
   for (const track of state.stream.getVideoTracks()) pc.addTrack(track, state.stream);
   await pc.setLocalDescription(await pc.createOffer());
   await iceGatheringDone(pc);
+  if (RELAY_ONLY && !pc.localDescription.sdp.includes("a=candidate")) {
+    pc.close();
+    throw relayFailure(iceErrors);
+  }
   const response = await fetch(withToken("/offer"), {
     method: "POST",
     headers: { "Content-Type": "application/json" },
@@ -210,7 +241,7 @@ async function startWebRtc(generation, onLost) {
       if (pc.connectionState === "connected") { clearTimeout(timer); resolve(); }
       if (pc.connectionState === "failed") { clearTimeout(timer); reject(new Error("WebRTC failed")); }
     });
-  }).catch((err) => { pc.close(); throw err; });
+  }).catch((err) => { pc.close(); throw RELAY_ONLY ? relayFailure(iceErrors) : err; });
   pc.addEventListener("connectionstatechange", () => {
     if (["failed", "disconnected", "closed"].includes(pc.connectionState)) onLost();
   });
@@ -307,6 +338,13 @@ async function connect() {
     resetSession();
     retry("connection lost");
   };
+  // Retrying cannot help: say why and stop.
+  const onFailed = (text) => {
+    lost = true;
+    resetSession();
+    setStatus(text, true);
+    $("start").disabled = false;  // "Start camera" tries again (e.g. after fixing the URL)
+  };
   // Refused (over either transport): a busy server can clear, so ask again now and then,
   // saying so (it is no lost connection); 400/401/403 cannot, so stop.
   const onRefused = (err) => {
@@ -317,8 +355,7 @@ async function connect() {
       retryIn(BUSY_RETRY_MS, `${refusalText(err)}; trying again in ${BUSY_RETRY_MS / 1000} s…`);
       return;
     }
-    setStatus(refusalText(err), true);
-    $("start").disabled = false;  // "Start camera" tries again (e.g. after fixing the URL)
+    onFailed(refusalText(err));
   };
   const forced = params.get("transport");
   setStatus("connecting…");
@@ -328,6 +365,7 @@ async function connect() {
   } catch (err) {
     if (generation !== state.generation) return;
     if (err instanceof Refused) { onRefused(err); return; }  // the websocket would be refused too
+    if (err instanceof RelayFailed) { onFailed(err.message); return; }
     console.warn(`WebRTC unavailable (${err.message}); using the websocket`);
     try {
       state.transport = await startWebsocket(generation, onLost);
