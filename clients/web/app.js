@@ -44,6 +44,8 @@ class Refused extends Error {
 
 const state = {
   stream: null,        // camera MediaStream
+  facingMode: "environment",  // the rear camera first: the one that looks at a 福
+  wakeLock: null,      // keeps a phone's screen on while scanning (Wake Lock API)
   profiles: [],        // from /profiles: [{name, tier, default}]
   transport: null,     // {kind, close()}
   generation: 0,       // bumps on every (re)start so stale callbacks are ignored
@@ -213,7 +215,11 @@ function relayFailure(iceErrors) {
 // page must use the relay).
 async function startWebRtc(generation, onLost) {
   const pc = new RTCPeerConnection(await rtcConfiguration());
-  const transport = { kind: "WebRTC", close: () => pc.close() };
+  const transport = {
+    kind: "WebRTC",
+    close: () => pc.close(),
+    replaceTrack: (track) => pc.getSenders().find((s) => s.track?.kind === "video")?.replaceTrack(track),
+  };
   const iceErrors = [];  // e.g. a TURN server refusing the credentials: "401 Unauthorized"
   pc.addEventListener("icecandidateerror", (e) => {
     iceErrors.push(`${e.url}: ${e.errorCode} ${e.errorText}`);
@@ -392,9 +398,12 @@ function stop() {
   for (const track of state.stream?.getTracks() ?? []) track.stop();
   state.stream = null;
   video.srcObject = null;
+  state.wakeLock?.release();
+  state.wakeLock = null;
   resetSession();
   $("start").disabled = false;
   $("stop").disabled = true;
+  $("flip").disabled = true;
   setStatus("stopped. Press “Start camera” to scan again.");
 }
 
@@ -402,15 +411,7 @@ async function start() {
   $("start").disabled = true;
   if (state.stream) { await connect(); return; }  // after a refusal: the camera is still on
   try {
-    state.stream = await navigator.mediaDevices.getUserMedia({
-      // 30 a second at most: the vote decides in time, not frames, and a 60 fps camera
-      // would only double the server's decoding for frames the newest-wins slot drops
-      video: {
-        width: { ideal: 640 }, height: { ideal: 480 }, frameRate: { ideal: 30, max: 30 },
-        facingMode: "environment",
-      },
-      audio: false,
-    });
+    state.stream = await openCamera();
   } catch (err) {
     const hint = window.isSecureContext ? "allow the camera in the browser's site settings"
       : "the camera needs https: start the server with --https";
@@ -420,7 +421,51 @@ async function start() {
   }
   video.srcObject = state.stream;
   $("stop").disabled = false;
+  $("flip").disabled = false;
+  keepAwake();
   await connect();
+}
+
+function openCamera() {
+  if (!navigator.mediaDevices) return Promise.reject(new Error("no camera API"));  // insecure
+  return navigator.mediaDevices.getUserMedia({
+    // 30 a second at most: the vote decides in time, not frames, and a 60 fps camera
+    // would only double the server's decoding for frames the newest-wins slot drops
+    video: {
+      width: { ideal: 640 }, height: { ideal: 480 }, frameRate: { ideal: 30, max: 30 },
+      facingMode: state.facingMode,
+    },
+    audio: false,
+  });
+}
+
+// Rear <-> front camera; the session goes on with the new camera's track.
+async function switchCamera() {
+  if (!state.stream) return;
+  state.facingMode = state.facingMode === "environment" ? "user" : "environment";
+  $("flip").disabled = true;
+  try {
+    const stream = await openCamera();
+    for (const track of state.stream.getTracks()) track.stop();
+    state.stream = stream;
+    video.srcObject = stream;
+    await state.transport?.replaceTrack?.(stream.getVideoTracks()[0]);
+  } catch (err) {
+    setStatus(`could not switch the camera (${err.name || err.message})`, true);
+  } finally {
+    $("flip").disabled = !state.stream;
+  }
+}
+
+// A phone's screen must not dim and lock mid-scan. The lock is let go when the page is
+// hidden, so it is asked for again when the page comes back.
+async function keepAwake() {
+  if (!("wakeLock" in navigator) || !state.stream || document.visibilityState !== "visible") return;
+  try {
+    state.wakeLock = await navigator.wakeLock.request("screen");
+  } catch (err) {
+    console.warn(`screen wake lock refused: ${err.message}`);
+  }
 }
 
 async function loadProfiles() {
@@ -490,6 +535,9 @@ function sendTargetPhoto(name, photo) {
 $("profile").addEventListener("change", () => { if (state.stream) connect(); });
 $("start").addEventListener("click", start);
 $("stop").addEventListener("click", stop);
+$("flip").addEventListener("click", switchCamera);
+document.addEventListener("visibilitychange", keepAwake);
+$("insecure").hidden = window.isSecureContext;
 // A closed or navigated-away tab gives its server slot back now, not after an ICE timeout.
 window.addEventListener("pagehide", () => {
   state.generation++;
