@@ -3,9 +3,6 @@ credentials from a shared secret), in a real Chromium forced to relay-only."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,67 +10,18 @@ import pytest
 from e2e.test_browser import clip_file, demo_page, frames, own_server, recognized, wait_for
 from playwright.sync_api import Page, Request
 
+from evals.turn import local_turn_server
+
 pytestmark = pytest.mark.browser
 
 SECRET = "loopback-test-secret"
-START_TIMEOUT_S = 30.0
-
-
-def free_port() -> int:
-    """A loopback port free for both UDP and TCP (coturn listens on both)."""
-    while True:
-        with (
-            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp,
-            socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp,
-        ):
-            udp.bind(("127.0.0.1", 0))
-            port = int(udp.getsockname()[1])
-            try:
-                tcp.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
 
 
 @pytest.fixture
 def turn_server(tmp_path: Path) -> Iterator[int]:
     """coturn on a loopback port with ``use-auth-secret`` and :data:`SECRET`; its port."""
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            "turnserver",
-            "-n",  # no configuration file: only these flags
-            "--listening-ip=127.0.0.1",
-            f"--listening-port={port}",
-            "--relay-ip=127.0.0.1",
-            "--use-auth-secret",
-            f"--static-auth-secret={SECRET}",
-            "--realm=fuscan.test",
-            "--allow-loopback-peers",  # the server and Chromium are on loopback too
-            "--no-tls",
-            "--no-dtls",
-            "--no-cli",
-            f"--db={tmp_path / 'turndb'}",
-            f"--pidfile={tmp_path / 'turnserver.pid'}",
-            f"--log-file={tmp_path / 'turnserver.log'}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:  # it listens on TCP as on UDP: accepting means it is up
-            assert process.poll() is None, "turnserver exited"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "turnserver did not listen"
-                time.sleep(0.1)
+    with local_turn_server(tmp_path, SECRET) as port:
         yield port
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def candidate_types(sdp: str) -> set[str]:
