@@ -24,7 +24,7 @@ from evals.turn import local_turn_server
 from stream.cli_types import positive_int, positive_number
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Page, Playwright, Route
 
 SECRET = "eval-network-secret"
 CLIP_FPS = 15
@@ -44,10 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from playwright.sync_api import Route, sync_playwright  # only for this command
+    from playwright.sync_api import sync_playwright  # only for this command
 
     impairment = Impairment(args.loss, args.delay_ms / 1000, args.jitter_ms / 1000, args.rate_kbps)
-    chromium = shutil.which("chromium") or "/usr/bin/chromium"
     loop = asyncio.new_event_loop()
     threading.Thread(target=loop.run_forever, daemon=True).start()
     with (
@@ -73,37 +72,17 @@ def run(args: argparse.Namespace) -> int:
             clip = Path(folder) / f"fu-{seed}.y4m"
             write_y4m(make_clip(seed, CLIP_FRAMES, CLIP_FPS, content="fu").frames, clip, CLIP_FPS)
             for path in results:
-                port = turn_port
-                if path == "impaired":
+                if path == "clean":
+                    results[path].append(page_decision(p, clip, server.url, args.limit))
+                else:
                     relay, port = asyncio.run_coroutine_threadsafe(
                         start_relay(("127.0.0.1", turn_port), impairment, seed), loop
                     ).result()
-
-                def to_relay(route: Route, _: object, port: int = port) -> None:
-                    body = route.fetch().text().replace(f":{turn_port}", f":{port}")
-                    route.fulfill(body=body, content_type="application/json")
-
-                browser = p.chromium.launch(
-                    executable_path=chromium,
-                    args=[
-                        "--no-sandbox",
-                        "--use-fake-ui-for-media-stream",
-                        "--use-fake-device-for-media-stream",
-                        f"--use-file-for-fake-video-capture={clip}",
-                    ],
-                )
-                try:
-                    page = browser.new_page()
-                    page.route("**/ice-servers*", to_relay)
-                    started = time.monotonic()
-                    page.goto(server.url + "/?autostart&relay=1")
-                    results[path].append(decision(page, started, args.limit))
-                finally:
-                    browser.close()
-                    if path == "impaired":
-                        loop.call_soon_threadsafe(relay.close)
-                        relayed[0] += relay.sent
-                        relayed[1] += relay.dropped
+                    via = (f":{turn_port}", f":{port}")
+                    results[path].append(page_decision(p, clip, server.url, args.limit, via))
+                    loop.call_soon_threadsafe(relay.close)
+                    relayed[0] += relay.sent
+                    relayed[1] += relay.dropped
                 print(path, seed, results[path][-1], flush=True)
     loop.call_soon_threadsafe(loop.stop)
     summary = {path: summarize(runs) for path, runs in results.items()}
@@ -119,6 +98,40 @@ def run(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def page_decision(
+    p: Playwright,
+    clip: Path,
+    url: str,
+    limit_s: float,
+    via: tuple[str, str] | None = None,
+) -> tuple[float, float] | None:
+    """:func:`decision` of the page at ``url`` (relay-only) in a Chromium whose camera plays
+    ``clip``; ``via``: (old, new) port text of the TURN URL, to put the relay in the path."""
+
+    def through_relay(route: Route, _: object) -> None:
+        assert via is not None
+        route.fulfill(body=route.fetch().text().replace(*via), content_type="application/json")
+
+    browser = p.chromium.launch(
+        executable_path=shutil.which("chromium") or "/usr/bin/chromium",
+        args=[
+            "--no-sandbox",
+            "--use-fake-ui-for-media-stream",
+            "--use-fake-device-for-media-stream",
+            f"--use-file-for-fake-video-capture={clip}",
+        ],
+    )
+    try:
+        page = browser.new_page()
+        if via is not None:
+            page.route("**/ice-servers*", through_relay)
+        started = time.monotonic()
+        page.goto(url + "/?autostart&relay=1")
+        return decision(page, started, limit_s)
+    finally:
+        browser.close()
 
 
 def decision(page: Page, started: float, limit_s: float) -> tuple[float, float] | None:
