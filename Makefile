@@ -28,14 +28,15 @@ cluster: $(VENV)/.run-deps system-deps
 # Debian packages the tests need: chromium drives the real-browser tests (Playwright's own
 # download does not work offline); the wallpaper packages hold photos of the training scenes
 # (DEBIAN_PHOTOS in detectors/synth/backgrounds.py); redis-server and haproxy run the cluster
-# tests and `make cluster`.
+# tests and `make cluster`; coturn is the TURN relay of tests/e2e/test_networks.py.
 CLUSTER_PACKAGES := redis-server haproxy
+NETWORK_PACKAGES := coturn
 WALLPAPER_PACKAGES := mate-backgrounds plasma-workspace-wallpapers ukui-wallpapers \
 	lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 gnome-backgrounds
 system-deps:
 	@missing=""; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
-	for package in $(WALLPAPER_PACKAGES) $(CLUSTER_PACKAGES); do \
+	for package in $(WALLPAPER_PACKAGES) $(CLUSTER_PACKAGES) $(NETWORK_PACKAGES); do \
 	  [ "$$(dpkg-query -W -f='$${db:Status-Status}' $$package 2>/dev/null)" = installed ] \
 	    || missing="$$missing $$package"; \
 	done; \

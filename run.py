@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "whole frame vs first look's network, with 福 in view or not",
     ),
     "eval-real": ("evals.real", "real pictures of 福 held up to a phone: recall, stages"),
+    "eval-network": ("evals.network", "the page through TURN, clean and impaired: recall, time"),
     "loadtest": ("evals.loadtest", "N websocket + M WebRTC streams; latency, CPU, RSS"),
     "bench": ("evals.bench.cli", "where the milliseconds go: detector, pipeline, capacity"),
     "cluster": ("cluster.launch", "on loopback: Redis + HAProxy + 3 servers behind one URL"),

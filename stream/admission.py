@@ -12,7 +12,7 @@ from aiohttp import web
 
 from stream.leases import ClientLeases, Lease
 
-GUARDED_PATHS = ("/offer", "/ws", "/targets")
+GUARDED_PATHS = ("/offer", "/ws", "/targets", "/ice-servers")
 """Paths that need the token and an allowed origin (``/healthz`` and ``/readyz`` do not:
 probes carry neither)."""
 SHUTTING_DOWN = "the server is shutting down"
@@ -33,9 +33,14 @@ class ServerConfig:
             listed are refused (a page on another site cannot use the camera API).
         ice_timeout_s: a peer connection that is not connected this long after
             its offer is closed.
-        ice_servers: STUN URLs (``stun:HOST[:PORT]``, at most one) whose server-reflexive
-            candidates each peer connection also offers; empty: host candidates only, and no
-            query leaves the server (aiortc alone would ask Google's STUN server every offer).
+        ice_servers: ICE server URLs (:data:`stream.ice.ICE_URL`: at most one STUN and one
+            TURN server) that each peer connection and the page (``GET /ice-servers``) use;
+            empty: host candidates only, and no query leaves the server (aiortc alone would
+            ask Google's STUN server every offer).
+        turn_secret: the TURN server's shared secret (coturn's ``static-auth-secret``): each
+            session gets TURN credentials minted from it, valid ``turn_ttl_s`` seconds.
+        turn_ttl_s: how long minted TURN credentials are valid.
+        ice_relay_only: the server's peers use relay (TURN) candidates only.
         max_video_kbps: the most video a WebRTC client is asked to send, kbit/s (SDP
             ``b=AS`` and REMB, :mod:`stream.bitrate`); 0: no limit. 500 is a third of what a
             browser sends of a 640x480 camera, at the same per-frame recall.
@@ -52,6 +57,9 @@ class ServerConfig:
     allowed_origins: frozenset[str] = frozenset()
     ice_timeout_s: float = 15.0
     ice_servers: tuple[str, ...] = ()
+    turn_secret: str | None = None
+    turn_ttl_s: int = 3600
+    ice_relay_only: bool = False
     max_video_kbps: int = 500
     announce_ip: str | None = None
     forwarded_allow: tuple[str, ...] = ()

@@ -68,8 +68,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="URL",
-        help="a STUN server, stun:HOST[:PORT], for peers behind NAT (default: none; host "
-        "candidates only, which is all a localhost or LAN server needs, and nothing leaves it)",
+        help="an ICE server for the server's peers and the page (repeatable: one STUN, one "
+        "TURN): stun:HOST[:PORT], or turn:[USER:PASSWORD@]HOST[:PORT][?transport=udp|tcp] "
+        "or turns:...?transport=tcp, credentials from --turn-secret unless in the URL "
+        "(default: none; host candidates only, which is all a localhost or LAN server needs, "
+        "and nothing leaves it; docs/networks.md)",
+    )
+    parser.add_argument(
+        "--turn-secret",
+        default=os.environ.get("FUSCAN_TURN_SECRET"),
+        metavar="SECRET",
+        help="the TURN server's shared secret (coturn: use-auth-secret, static-auth-secret): "
+        "each session gets TURN credentials made from it that expire, instead of a password "
+        "(default: $FUSCAN_TURN_SECRET; none)",
+    )
+    parser.add_argument(
+        "--turn-ttl",
+        type=positive_int,
+        default=limits.turn_ttl_s,
+        metavar="SECONDS",
+        help="how long TURN credentials from --turn-secret are valid (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--ice-relay-only",
+        action="store_true",
+        help="the server's peers offer TURN relay candidates only (needs a TURN --ice-server)",
     )
     parser.add_argument(
         "--max-video-kbps",
@@ -122,6 +145,9 @@ def run(args: argparse.Namespace) -> int:
         allowed_origins=frozenset(args.allow_origin),
         ice_timeout_s=args.ice_timeout,
         ice_servers=tuple(args.ice_server),
+        turn_secret=args.turn_secret,
+        turn_ttl_s=args.turn_ttl,
+        ice_relay_only=args.ice_relay_only,
         max_video_kbps=args.max_video_kbps,
         announce_ip=args.announce_ip,
         forwarded_allow=tuple(filter(None, args.forwarded_allow_ips.split(","))),

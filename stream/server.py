@@ -15,6 +15,7 @@ import socket
 import ssl
 import sys
 import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -42,11 +43,12 @@ from stream.admission import (
 from stream.announce import check_announce_ip, gather_addresses
 from stream.forwarded import forwarded_middleware, proxy_networks
 from stream.host_counter import HostCounter
+from stream.ice import check_ice_servers, parse_ice_server, session_ice_servers
 from stream.leases import ClientLeases
 from stream.pipelines import Pipelines, SessionOptions
 from stream.prefork import Ready, Supervisor, WorkerStartError, notify_ready
 from stream.tls import DEFAULT_TLS_DIR, lan_addresses, self_signed_certificate, server_context
-from stream.webrtc import WebRtcGateway, check_ice_server
+from stream.webrtc import WebRtcGateway
 from stream.ws_api import WebsocketApi
 
 if TYPE_CHECKING:
@@ -109,6 +111,15 @@ def build_app(
             )
         return web.json_response(listed)
 
+    async def ice_servers(_: web.Request) -> web.Response:
+        servers = session_ice_servers(
+            config.ice_servers, config.turn_secret, config.turn_ttl_s, time.time()
+        )
+        return web.json_response(
+            {"iceServers": [server.to_json() for server in servers]},
+            headers={"Cache-Control": "no-store"},  # minted credentials expire
+        )
+
     async def metrics_page(_: web.Request) -> web.Response:
         return web.Response(
             body=metrics.exposition(), headers={"Content-Type": metrics.CONTENT_TYPE}
@@ -144,6 +155,7 @@ def build_app(
     app[WEBSOCKETS] = api
     app.router.add_get("/", index)
     app.router.add_get("/profiles", profiles)
+    app.router.add_get("/ice-servers", ice_servers)
     app.router.add_post("/offer", gateway.offer)
     app.router.add_get("/ws", api.handle)
     app.router.add_get("/metrics", metrics_page)
@@ -490,9 +502,15 @@ def _check_arguments(
         _exit("--cert and --key go together: give both, or neither for a self-signed pair")
     for url in config.ice_servers:
         try:
-            check_ice_server(url)
+            parse_ice_server(url)
         except ValueError as exc:
             _exit(f"--ice-server {url}: {exc}")
+    try:
+        check_ice_servers(config.ice_servers, config.turn_secret)
+    except ValueError as exc:
+        _exit(f"--ice-server: {exc}")
+    if config.ice_relay_only and not any(parse_ice_server(u).is_turn for u in config.ice_servers):
+        _exit("--ice-relay-only needs a turn: or turns: --ice-server")
     if config.announce_ip:
         try:
             check_announce_ip(config.announce_ip)
@@ -502,8 +520,6 @@ def _check_arguments(
         proxy_networks(config.forwarded_allow)
     except ValueError as exc:
         _exit(f"--forwarded-allow-ips: {exc}")
-    if len(config.ice_servers) > 1:  # aiortc would use the first and ignore the others
-        _exit(f"--ice-server: aiortc uses one STUN server, not {len(config.ice_servers)}")
     try:
         addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 import logging
-import re
+import time
 import uuid
 from dataclasses import dataclass, field
 from functools import partial
@@ -18,6 +18,7 @@ from aiortc import (
     RTCConfiguration,
     RTCDataChannel,
     RTCIceServer,
+    RTCIceTransportPolicy,
     RTCPeerConnection,
     RTCSessionDescription,
 )
@@ -29,6 +30,7 @@ from stream.admission import SHUTTING_DOWN, Admission, ServerConfig, Ticket, ref
 from stream.announce import announce_address
 from stream.bitrate import cap_remb, limit_video_bitrate
 from stream.client_json import JsonError, parse_object
+from stream.ice import session_ice_servers
 from stream.images import MAX_PIXELS, video_frame_decoder
 from stream.jitter import bound_decoder_backlog, complete_frames_on_marker
 from stream.offers import check_offer
@@ -44,24 +46,21 @@ MAX_CHANNEL_BACKLOG = 4 * MAX_CHANNEL_BUFFER
 keeps ICE alive but stops reading its channel must not grow the queue forever."""
 TRANSPORT = "webrtc"
 OFFER_SHAPE = "need {'sdp': str, 'type': 'offer'}"
-STUN_URL = re.compile(r"stun:[A-Za-z0-9.-]+(?::(?P<port>[0-9]{1,5}))?")
-"""``stun:HOST[:PORT]``, HOST a name or an IPv4 address (aioice resolves it for IPv4 only):
-a URL aiortc both parses and uses (it takes no IPv6 literal, and skips ``stuns:``)."""
 
 
-def check_ice_server(url: str) -> None:
-    """Raises ``ValueError`` with the reason unless ``url`` is a :data:`STUN_URL`."""
-    match = STUN_URL.fullmatch(url)
-    if match is None:
-        raise ValueError("not stun:HOST[:PORT]")
-    if match["port"] is not None and not 1 <= int(match["port"]) <= 65535:
-        raise ValueError("port outside 1..65535")
-
-
-def rtc_configuration(config: ServerConfig) -> RTCConfiguration:
-    """The server's ICE servers for one peer connection: ``iceServers=[]`` when none are
-    configured, as ``None`` would mean aiortc's default, Google's STUN server."""
-    return RTCConfiguration(iceServers=[RTCIceServer(urls=url) for url in config.ice_servers])
+def rtc_configuration(config: ServerConfig, now: float) -> RTCConfiguration:
+    """The server's ICE servers for one peer connection made at Unix time ``now``:
+    ``iceServers=[]`` when none are configured, as ``None`` would mean aiortc's default,
+    Google's STUN server."""
+    servers = session_ice_servers(config.ice_servers, config.turn_secret, config.turn_ttl_s, now)
+    return RTCConfiguration(
+        iceServers=[
+            RTCIceServer(urls=s.url, username=s.username, credential=s.credential) for s in servers
+        ],
+        iceTransportPolicy=(
+            RTCIceTransportPolicy.RELAY if config.ice_relay_only else RTCIceTransportPolicy.ALL
+        ),
+    )
 
 
 @dataclass(slots=True)
@@ -139,7 +138,7 @@ class WebRtcGateway:
             return refuse(503, SHUTTING_DOWN)
 
         peer_id = uuid.uuid4().hex
-        peer = Peer(RTCPeerConnection(rtc_configuration(self.config)), ticket)
+        peer = Peer(RTCPeerConnection(rtc_configuration(self.config, time.time())), ticket)
         self.peers[peer_id] = peer
         metrics.SESSIONS.labels(TRANSPORT).inc()
         pc = peer.pc

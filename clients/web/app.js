@@ -15,6 +15,9 @@ const params = new URLSearchParams(location.search);
 const withToken = (path) =>
   params.has("token") ? `${path}?token=${encodeURIComponent(params.get("token"))}` : path;
 
+// ?relay=1: ICE candidates through the TURN relay only (iceTransportPolicy "relay").
+const RELAY_ONLY = params.get("relay") === "1";
+
 const BANNER_MS = 2500;
 const WEBRTC_CONNECT_MS = 8000;      // give up on WebRTC and fall back after this
 const WS_SEND_FPS = 10;              // frame rate of the websocket fallback
@@ -41,6 +44,8 @@ class Refused extends Error {
 
 const state = {
   stream: null,        // camera MediaStream
+  facingMode: "environment",  // the rear camera first: the one that looks at a 福
+  wakeLock: null,      // keeps a phone's screen on while scanning (Wake Lock API)
   profiles: [],        // from /profiles: [{name, tier, default}]
   transport: null,     // {kind, close()}
   generation: 0,       // bumps on every (re)start so stale callbacks are ignored
@@ -187,15 +192,47 @@ function iceGatheringDone(peer) {
   });
 }
 
-// Resolves once media flows; rejects if WebRTC cannot connect (then we fall back).
+// WebRTC could not connect through the TURN relay the page was told to use (?relay=1): the
+// websocket would hide that, so the user is told why instead.
+class RelayFailed extends Error {}
+
+// The ICE servers of this session, from the server (docs/networks.md): TURN credentials there
+// expire, so they are fetched for every session and never kept in the page.
+async function rtcConfiguration() {
+  const response = await fetch(withToken("/ice-servers"));
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Refused(response.status, body.error || response.statusText);
+  return { iceServers: body.iceServers, iceTransportPolicy: RELAY_ONLY ? "relay" : "all" };
+}
+
+function relayFailure(iceErrors) {
+  const why = iceErrors.length ? ` (${iceErrors.at(-1)})` : "";
+  return new RelayFailed(`WebRTC could not connect through the TURN relay${why}: check the ` +
+    "server's --ice-server and --turn-secret against the TURN server (docs/networks.md)");
+}
+
+// Resolves once media flows; rejects if WebRTC cannot connect (then we fall back, unless the
+// page must use the relay).
 async function startWebRtc(generation, onLost) {
-  const pc = new RTCPeerConnection();
-  const transport = { kind: "WebRTC", close: () => pc.close() };
+  const pc = new RTCPeerConnection(await rtcConfiguration());
+  const transport = {
+    kind: "WebRTC",
+    close: () => pc.close(),
+    replaceTrack: (track) => pc.getSenders().find((s) => s.track?.kind === "video")?.replaceTrack(track),
+  };
+  const iceErrors = [];  // e.g. a TURN server refusing the credentials: "401 Unauthorized"
+  pc.addEventListener("icecandidateerror", (e) => {
+    iceErrors.push(`${e.url}: ${e.errorCode} ${e.errorText}`);
+  });
   const channel = pc.createDataChannel("results");
   channel.onmessage = (e) => { if (generation === state.generation) onResult(JSON.parse(e.data)); };
   for (const track of state.stream.getVideoTracks()) pc.addTrack(track, state.stream);
   await pc.setLocalDescription(await pc.createOffer());
   await iceGatheringDone(pc);
+  if (RELAY_ONLY && !pc.localDescription.sdp.includes("a=candidate")) {
+    pc.close();
+    throw relayFailure(iceErrors);
+  }
   const response = await fetch(withToken("/offer"), {
     method: "POST",
     headers: { "Content-Type": "application/json" },
@@ -210,7 +247,7 @@ async function startWebRtc(generation, onLost) {
       if (pc.connectionState === "connected") { clearTimeout(timer); resolve(); }
       if (pc.connectionState === "failed") { clearTimeout(timer); reject(new Error("WebRTC failed")); }
     });
-  }).catch((err) => { pc.close(); throw err; });
+  }).catch((err) => { pc.close(); throw RELAY_ONLY ? relayFailure(iceErrors) : err; });
   pc.addEventListener("connectionstatechange", () => {
     if (["failed", "disconnected", "closed"].includes(pc.connectionState)) onLost();
   });
@@ -307,6 +344,13 @@ async function connect() {
     resetSession();
     retry("connection lost");
   };
+  // Retrying cannot help: say why and stop.
+  const onFailed = (text) => {
+    lost = true;
+    resetSession();
+    setStatus(text, true);
+    $("start").disabled = false;  // "Start camera" tries again (e.g. after fixing the URL)
+  };
   // Refused (over either transport): a busy server can clear, so ask again now and then,
   // saying so (it is no lost connection); 400/401/403 cannot, so stop.
   const onRefused = (err) => {
@@ -317,8 +361,7 @@ async function connect() {
       retryIn(BUSY_RETRY_MS, `${refusalText(err)}; trying again in ${BUSY_RETRY_MS / 1000} s…`);
       return;
     }
-    setStatus(refusalText(err), true);
-    $("start").disabled = false;  // "Start camera" tries again (e.g. after fixing the URL)
+    onFailed(refusalText(err));
   };
   const forced = params.get("transport");
   setStatus("connecting…");
@@ -328,6 +371,7 @@ async function connect() {
   } catch (err) {
     if (generation !== state.generation) return;
     if (err instanceof Refused) { onRefused(err); return; }  // the websocket would be refused too
+    if (err instanceof RelayFailed) { onFailed(err.message); return; }
     console.warn(`WebRTC unavailable (${err.message}); using the websocket`);
     try {
       state.transport = await startWebsocket(generation, onLost);
@@ -354,9 +398,12 @@ function stop() {
   for (const track of state.stream?.getTracks() ?? []) track.stop();
   state.stream = null;
   video.srcObject = null;
+  state.wakeLock?.release();
+  state.wakeLock = null;
   resetSession();
   $("start").disabled = false;
   $("stop").disabled = true;
+  $("flip").disabled = true;
   setStatus("stopped. Press “Start camera” to scan again.");
 }
 
@@ -364,15 +411,7 @@ async function start() {
   $("start").disabled = true;
   if (state.stream) { await connect(); return; }  // after a refusal: the camera is still on
   try {
-    state.stream = await navigator.mediaDevices.getUserMedia({
-      // 30 a second at most: the vote decides in time, not frames, and a 60 fps camera
-      // would only double the server's decoding for frames the newest-wins slot drops
-      video: {
-        width: { ideal: 640 }, height: { ideal: 480 }, frameRate: { ideal: 30, max: 30 },
-        facingMode: "environment",
-      },
-      audio: false,
-    });
+    state.stream = await openCamera();
   } catch (err) {
     const hint = window.isSecureContext ? "allow the camera in the browser's site settings"
       : "the camera needs https: start the server with --https";
@@ -382,7 +421,51 @@ async function start() {
   }
   video.srcObject = state.stream;
   $("stop").disabled = false;
+  $("flip").disabled = false;
+  keepAwake();
   await connect();
+}
+
+function openCamera() {
+  if (!navigator.mediaDevices) return Promise.reject(new Error("no camera API"));  // insecure
+  return navigator.mediaDevices.getUserMedia({
+    // 30 a second at most: the vote decides in time, not frames, and a 60 fps camera
+    // would only double the server's decoding for frames the newest-wins slot drops
+    video: {
+      width: { ideal: 640 }, height: { ideal: 480 }, frameRate: { ideal: 30, max: 30 },
+      facingMode: state.facingMode,
+    },
+    audio: false,
+  });
+}
+
+// Rear <-> front camera; the session goes on with the new camera's track.
+async function switchCamera() {
+  if (!state.stream) return;
+  state.facingMode = state.facingMode === "environment" ? "user" : "environment";
+  $("flip").disabled = true;
+  try {
+    const stream = await openCamera();
+    for (const track of state.stream.getTracks()) track.stop();
+    state.stream = stream;
+    video.srcObject = stream;
+    await state.transport?.replaceTrack?.(stream.getVideoTracks()[0]);
+  } catch (err) {
+    setStatus(`could not switch the camera (${err.name || err.message})`, true);
+  } finally {
+    $("flip").disabled = !state.stream;
+  }
+}
+
+// A phone's screen must not dim and lock mid-scan. The lock is let go when the page is
+// hidden, so it is asked for again when the page comes back.
+async function keepAwake() {
+  if (!("wakeLock" in navigator) || !state.stream || document.visibilityState !== "visible") return;
+  try {
+    state.wakeLock = await navigator.wakeLock.request("screen");
+  } catch (err) {
+    console.warn(`screen wake lock refused: ${err.message}`);
+  }
 }
 
 async function loadProfiles() {
@@ -452,6 +535,9 @@ function sendTargetPhoto(name, photo) {
 $("profile").addEventListener("change", () => { if (state.stream) connect(); });
 $("start").addEventListener("click", start);
 $("stop").addEventListener("click", stop);
+$("flip").addEventListener("click", switchCamera);
+document.addEventListener("visibilitychange", keepAwake);
+$("insecure").hidden = window.isSecureContext;
 // A closed or navigated-away tab gives its server slot back now, not after an ICE timeout.
 window.addEventListener("pagehide", () => {
   state.generation++;

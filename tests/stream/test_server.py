@@ -172,14 +172,21 @@ def test_a_file_as_targets_folder_ends_start_up_with_one_line(started, capsys, t
     assert not started
 
 
+NOT_AN_ICE_URL = "not stun:HOST[:PORT] or turn[s]:[USER:PASSWORD@]HOST[:PORT][?transport=udp|tcp]"
+
+
 @pytest.mark.parametrize(
     ("servers", "error"),
     [
-        (("stun.example.org:3478",), "--ice-server stun.example.org:3478: not stun:HOST[:PORT]"),
-        (("stun:",), "--ice-server stun:: not stun:HOST[:PORT]"),
-        (("stun:example.org:port",), "--ice-server stun:example.org:port: not stun:HOST[:PORT]"),
-        (("stun:[::1]:3478",), "--ice-server stun:[::1]:3478: not stun:HOST[:PORT]"),
-        (("turn:example.org",), "--ice-server turn:example.org: not stun:HOST[:PORT]"),
+        (("stun.example.org:3478",), "--ice-server stun.example.org:3478: " + NOT_AN_ICE_URL),
+        (("stun:",), "--ice-server stun:: " + NOT_AN_ICE_URL),
+        (("stun:example.org:port",), "--ice-server stun:example.org:port: " + NOT_AN_ICE_URL),
+        (("stun:[::1]:3478",), "--ice-server stun:[::1]:3478: " + NOT_AN_ICE_URL),
+        (
+            ("turn:example.org",),
+            "--ice-server: turn:example.org: give USER:PASSWORD@ in the URL "
+            "or --turn-secret, one of them",
+        ),
         (("stun:example.org:0",), "--ice-server stun:example.org:0: port outside 1..65535"),
         (("stun:example.org:65536",), "--ice-server stun:example.org:65536: port outside 1..65535"),
         (("stun:a.example", "stun:b.example"), "--ice-server: aiortc uses one STUN server, not 2"),

@@ -2,6 +2,7 @@ import asyncio
 import contextlib
 import json
 import re
+import time
 from collections.abc import AsyncIterator, Callable
 from fractions import Fraction
 
@@ -447,3 +448,24 @@ async def test_the_answer_asks_for_the_configured_video_bitrate(make_server, kbp
     assert isinstance(estimator, CappedEstimator) == (asked is not None)
     if asked is not None:
         assert estimator.limit_bps == asked * 1000
+
+
+async def test_the_page_gets_the_servers_ice_servers_with_fresh_turn_credentials(make_server):
+    config = ServerConfig(
+        ice_servers=("stun:example.org", "turn:127.0.0.1:3478"),
+        turn_secret="s3cret",
+        turn_ttl_s=600,
+        token="t",
+    )
+    server = await make_server(config)
+    async with aiohttp.ClientSession() as client:
+        async with client.get(server.make_url("/ice-servers")) as refused:
+            assert refused.status == 401  # TURN credentials only with the token
+        async with client.get(server.make_url("/ice-servers?token=t")) as response:
+            assert response.headers["Cache-Control"] == "no-store"
+            body = await response.json()
+    stun, turn = body["iceServers"]
+    assert stun == {"urls": "stun:example.org"}
+    assert turn["urls"] == "turn:127.0.0.1:3478" and "s3cret" not in json.dumps(body)
+    expiry, user = turn["username"].split(":")
+    assert user == "fuscan" and 0 < int(expiry) - time.time() <= 600

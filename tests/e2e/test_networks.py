@@ -1,0 +1,74 @@
+"""The demo page through a real TURN relay (Debian's coturn on loopback, time-limited
+credentials from a shared secret), in a real Chromium forced to relay-only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from e2e.test_browser import clip_file, demo_page, frames, own_server, recognized, wait_for
+from playwright.sync_api import Page, Request
+
+from evals.turn import local_turn_server
+
+pytestmark = pytest.mark.browser
+
+SECRET = "loopback-test-secret"
+
+
+@pytest.fixture
+def turn_server(tmp_path: Path) -> Iterator[int]:
+    """coturn on a loopback port with ``use-auth-secret`` and :data:`SECRET`; its port."""
+    with local_turn_server(tmp_path, SECRET) as port:
+        yield port
+
+
+def candidate_types(sdp: str) -> set[str]:
+    return {line.split(" typ ")[1].split()[0] for line in sdp.splitlines() if " typ " in line}
+
+
+def serve_through(tmp_path: Path, port: int, secret: str):  # type: ignore[no-untyped-def]
+    return own_server(
+        tmp_path,
+        "--ice-server",
+        f"turn:127.0.0.1:{port}",
+        "--turn-secret",
+        secret,
+        "--ice-relay-only",
+    )
+
+
+def test_a_clip_is_recognized_through_the_turn_relay_only(turn_server, tmp_path):
+    offers: list[Request] = []
+
+    def record_offers(page: Page) -> None:
+        page.on("request", lambda r: offers.append(r) if r.url.endswith("/offer") else None)
+
+    clip = clip_file(tmp_path, "fu", seed=7)
+    with (
+        serve_through(tmp_path, turn_server, SECRET) as server,
+        demo_page(server.url + "/?autostart&relay=1", clip, record_offers) as page,
+    ):
+        results = wait_for(page, recognized)
+        assert page.text_content("#stat-transport") == "WebRTC"
+        offer, answer = offers[0].post_data_json["sdp"], offers[0].response().json()["sdp"]
+    assert recognized(results)[0]["label"] == "fu" and frames(results)
+    assert candidate_types(offer) == {"relay"}  # the page's candidates
+    assert candidate_types(answer) == {"relay"}  # the server's
+
+
+def test_a_wrong_turn_secret_is_explained_on_the_page(turn_server, tmp_path):
+    clip = clip_file(tmp_path, "fu", seed=7)
+    with (
+        serve_through(tmp_path, turn_server, "not-" + SECRET) as server,
+        demo_page(server.url + "/?autostart&relay=1", clip) as page,
+    ):
+        page.wait_for_function(
+            "document.querySelector('#status').textContent.includes('TURN relay')",
+            timeout=30_000,
+        )
+        status = page.text_content("#status") or ""
+        assert "401" in status and "--turn-secret" in status
+        assert page.is_enabled("#start")  # the user can try again
+        assert page.text_content("#stat-transport") == "–"  # no silent websocket fallback
