@@ -33,10 +33,10 @@ CLUSTER_PACKAGES := redis-server haproxy
 NETWORK_PACKAGES := coturn
 WALLPAPER_PACKAGES := mate-backgrounds plasma-workspace-wallpapers ukui-wallpapers \
 	lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 gnome-backgrounds
-system-deps:
+# $(call debian_packages,PACKAGES): installs the missing ones as root, else names them.
+define debian_packages
 	@missing=""; \
-	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
-	for package in $(WALLPAPER_PACKAGES) $(CLUSTER_PACKAGES) $(NETWORK_PACKAGES); do \
+	for package in $(1); do \
 	  [ "$$(dpkg-query -W -f='$${db:Status-Status}' $$package 2>/dev/null)" = installed ] \
 	    || missing="$$missing $$package"; \
 	done; \
@@ -47,6 +47,10 @@ system-deps:
 	    echo "missing Debian packages: run 'sudo apt-get install$$missing'"; exit 1; \
 	  fi; \
 	fi
+endef
+
+system-deps:
+	$(call debian_packages,chromium $(WALLPAPER_PACKAGES) $(CLUSTER_PACKAGES) $(NETWORK_PACKAGES))
 
 # lint-imports: the layering in pyproject's [tool.importlinter] (a package imports only those below).
 lint: $(VENV)/.dev-deps
@@ -92,18 +96,7 @@ FONTSOURCE_PACKAGES := @fontsource/ma-shan-zheng@5.3.1 @fontsource/zhi-mang-xing
 	@fontsource/zcool-kuaile@5.3.0 @fontsource/zcool-qingke-huangyou@5.3.0 \
 	@fontsource/yusei-magic@5.3.0 @fontsource/hachi-maru-pop@5.3.0
 fonts:
-	@missing=""; \
-	for package in $(FONT_PACKAGES); do \
-	  [ "$$(dpkg-query -W -f='$${db:Status-Status}' $$package 2>/dev/null)" = installed ] \
-	    || missing="$$missing $$package"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	  else \
-	    echo "missing Debian packages: run 'sudo apt-get install$$missing'"; exit 1; \
-	  fi; \
-	fi
+	$(call debian_packages,$(FONT_PACKAGES))
 	mkdir -p build/fonts
 	npm install --prefix build/fonts --no-save --no-audit --no-fund --silent $(FONTSOURCE_PACKAGES)
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from detectors.card import MODELS_DIR
+from detectors.synth.scenes import share_argument
 from stream.cli_types import positive_int, positive_number
 
 if TYPE_CHECKING:
@@ -52,17 +53,6 @@ refused by the glyph check; passed by the glyph check, refused by the turned che
 check passed on some frame, and still no ``recognized`` (the vote asks the checks only as a
 track nears recognition, and counts a refusal as a miss: checks that pass on some frames and
 refuse others end here too)."""
-
-
-def share(text: str) -> float:
-    """An argparse type: a number within 0..1."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be within 0..1, got {text!r}")
-    return value
 
 
 def frame_size(text: str) -> tuple[int, int]:
@@ -104,7 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--turned-share",
-        type=share,
+        type=share_argument,
         default=0.25,
         help="share of the clips with the picture upside down, 倒福 (default 0.25)",
     )
