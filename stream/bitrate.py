@@ -2,8 +2,8 @@
 
 A browser sends a 640x480 camera at up to about 1.7 Mbit/s on a fast network (aiortc's
 encoder up to 1.5 Mbit/s), and every packet costs the server's event loop its RTP, SRTP,
-jitter-buffer and bitrate-estimation Python (docs/benchmarks.md, "Where a WebRTC frame's
-CPU goes"). The detector looks at the frame shrunk to 320x240 and at close-ups of it; on
+jitter-buffer and bitrate-estimation Python (`run.py bench --only capacity`). The
+detector looks at the frame shrunk to 320x240 and at close-ups of it; on
 generated clips its per-frame recall is the same from 350 kbit/s to uncoded frames
 (``python run.py bench --only bitrate``). So the server asks for less, twice:
 

@@ -16,7 +16,7 @@ view (what is left without it, 畐, is the half that 幅 副 逼 蝠 辐 share) 
 at least ``LABEL_MIN_VISIBLE`` of its ink in the frame. A 福 cut further is an
 *ignored* region (``render_scene(...).ignore``): training neither rewards nor
 punishes a detection there, since no reader could say what the fragment is.
-A training option (docs/detector.md, "Run 9" and "Run 10").
+A training option.
 """
 
 from __future__ import annotations
@@ -616,7 +616,7 @@ def _faded(
 ) -> Poster:
     """Bare ink recoloured toward the mean colour of the scene its strokes will cover,
     keeping 30-80 % of the difference: a character a person makes out, less plainly
-    (the 福 the vote missed most often, docs/voting.md "Would a person see it?")."""
+    (the 福 the vote missed most often)."""
     keep = rng.uniform(0.3, 0.8)
     height, width = canvas.shape[:2]
     warped = _warp(poster.ink, corners, width, height)
@@ -743,7 +743,7 @@ def _ornament(rng: Rng, width: int, height: int) -> FloatImage:
     (boxes, discs, diamonds, short strokes), a lattice of thin bars, slats, roof tiles or a
     mosaic of small cells, in a few strong colours, with pillars across them. Its edges are
     as dense and stroke-like as a temple's beams and windows, where bare ink on a held-out
-    photo was most often missed (docs/detector.md, "What would improve it")."""
+    photo was most often missed."""
     scale = min(width, height) / 480
     colours = ORNAMENT_PALETTE[rng.choice(len(ORNAMENT_PALETTE), 4, replace=False)]
     colours = np.clip(colours * rng.uniform(0.75, 1.2, (4, 1)), 0, 255)

@@ -255,8 +255,7 @@ def shift_hold_down_loss(
     (a look-alike, mostly) scores above the best the other view has within reach of it, the
     other view held fixed; summed over the peaks of both views and divided by the number of
     labelled 福, as the focal loss is. (A mean over the peaks themselves pushes each the
-    harder the fewer are left, and pulled every score down with them: docs/detector.md,
-    "Run 18".)
+    harder the fewer are left, and pulled every score down with them.)
 
     Only the stronger view is pulled (down): what the detector finds in one
     view of a look-alike and not in the other is its noise, and the vote

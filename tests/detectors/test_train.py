@@ -134,7 +134,7 @@ def test_away_from_every_fu_the_hold_down_loss_is_the_gap_between_the_views(
 
 
 def test_the_hold_down_loss_is_divided_by_the_labelled_fu_not_by_the_peaks() -> None:
-    # A mean over the peaks pushed the last few ever harder (docs/detector.md, "Run 18").
+    # A mean over the peaks pushed the last few ever harder.
     targets = torch.zeros(1, 6, 6, 9)
     targets[0, 0, 4, 7] = targets[0, 0, 1, 7] = 1.0  # two 福 centres, out of the peaks' reach
     heat = torch.full((1, 1, 6, 9), -9.0)
