@@ -50,8 +50,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval-network": ("evals.network", "the page through TURN, clean and impaired: recall, time"),
     "loadtest": ("evals.loadtest", "N websocket + M WebRTC streams; latency, CPU, RSS"),
     "bench": ("evals.bench.cli", "where the milliseconds go: detector, pipeline, capacity"),
-    "cluster": ("cluster.launch", "on loopback: Redis + HAProxy + 3 servers behind one URL"),
-    "capacity": ("cluster.capacity", "cores, hosts, network and Redis load of a campaign peak"),
+    "cluster": ("stream.cluster", "on loopback: Redis + HAProxy + 3 servers behind one URL"),
+    "capacity": ("evals.capacity", "cores, hosts, network and Redis load of a campaign peak"),
 }
 """Command name -> (its module, one line of help)."""
 

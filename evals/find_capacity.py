@@ -71,6 +71,8 @@ class Load:
     fps: float
     duration: float
     phases: str = "independent"
+    clip: str | None = None
+    """``run.py loadtest --clip``: the camera clip (``None``: the generated one)."""
 
 
 def find_capacity(
@@ -90,6 +92,10 @@ def find_capacity(
             measure = partial(step, clients, url, pid, load, f"{workers} workers", out)
             streams, row, steps = most_held(measure, round(per_worker * workers))
         found.append(Capacity(workers, streams, row, steps))
+        out(f"{workers} workers: {streams} streams held" + (
+            f", server CPU {row.server_cpu / streams:.1f}% of a core per stream"
+            if row and streams else ""
+        ))  # fmt: skip
         per_worker = max(1.0, streams / workers)
     return found
 
@@ -105,12 +111,15 @@ def step(
 ) -> CapacityRow:
     """``n`` streams of ``load`` against the server at ``url``: held or not, and why."""
     ws, rtc = (n, 0) if load.transport == "websocket" else (0, n)
-    result = clients.measure(url, pid, ws, rtc, load.fps, load.duration, 1.0, load.phases)
+    result = clients.measure(
+        url, pid, ws, rtc, load.fps, load.duration, 1.0, load.phases, load.clip
+    )
     row = capacity_row(result, load.transport)
     out(
         f"  {name}, {n} streams: {'held' if row.held else 'not held'} (server p95 "
         f"{row.server_p95:.0f} ms, {100 * row.result_share:.0f}% answered, "
-        f"server CPU {row.server_cpu:.0f}%, client CPU {row.client_cpu:.0f}%)"
+        f"server CPU {row.server_cpu:.0f}%, client CPU {row.client_cpu:.0f}%, "
+        f"load {row.loadavg:.1f})"
     )
     time.sleep(1.0)  # let the sessions close
     return row
@@ -141,11 +150,12 @@ def format_capacity(found: Sequence[Capacity]) -> str:
 def find_capacity_main(args: argparse.Namespace) -> int:
     counts = args.workers or [1, os.cpu_count() or 1]
     with LoadClients(args.client_procs) as clients:
-        load = Load(args.transport, args.fps, args.duration, args.phases)
+        load = Load(args.transport, args.fps, args.duration, args.phases, args.clip)
         found = find_capacity(counts, load, args.profile, clients, args.max_video_kbps)
     print(
         f"\n{args.transport} streams at {args.fps:g} fps held per worker count, "
         f"{args.duration:g} s a step, profile {args.profile!r}, {args.phases} camera phases, "
+        f"clip {args.clip or 'generated'}, "
         f"{args.client_procs} client processes on the same {os.cpu_count()}-core machine"
     )
     print(format_capacity(found))

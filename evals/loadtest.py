@@ -2,12 +2,14 @@
 
     python run.py loadtest --ws 4 --webrtc 4 --fps 15 --duration 30
     python run.py loadtest --ws 2 --duration 3600 --sample 60     # soak: RSS/fd growth
+    python run.py loadtest --save-clip clip.mp4     # the clip, for a machine without wallpapers
+    python run.py loadtest --clip clip.mp4 --ws 8
 
 Starts its own ``run.py serve`` on a free loopback port (or targets ``--url``
-with ``--pid`` for resource sampling), streams a generated 福 clip from every
-client at ``--fps``, and prints result latency percentiles per transport,
-frames processed and dropped, and the server's CPU, RSS and open files over
-time. Everything runs on this machine, so WebRTC clients send the clip
+with ``--pid`` for resource sampling), streams a generated 福 clip (or ``--clip``'s
+video or images) from every client at ``--fps``, and prints result latency
+percentiles per transport, frames processed and dropped, and the server's CPU,
+RSS and open files over time. Everything runs on this machine, so WebRTC clients send the clip
 VP8-encoded once (a phone encodes on its own CPU): per stream they cost only RTP
 and SRTP, not a live encoder, of the CPU they share with the server. As a browser
 does, a WebRTC client sends at most the bitrate the server's answer asks for
@@ -34,6 +36,7 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -52,12 +55,14 @@ from aiortc import (
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from clients.clips import VideoPathError, check_video_path, write_video
+from clients.sources import SourceError, bgr_frames
 from clients.ws_client import encode_jpeg
 from detectors.core import ImageBGR
-from evals.local_server import local_server as running_server
 from evals.video_codec import CAMERA_BITRATE, encode_video
 from stream.bitrate import asked_video_kbps
 from stream.cli_types import non_negative_int, positive_int
+from stream.local_server import local_server as running_server
 from stream.server import loopback_host_addresses
 
 VIDEO_CLOCK = 90_000
@@ -108,10 +113,22 @@ def stream_phases(n: int, fps: float, phases: str, seed: int = 0) -> list[float]
     return [float(phase) for phase in np.random.default_rng(seed).uniform(0.0, 1.0 / fps, n)]
 
 
-def clip_frames(fps: float) -> list[ImageBGR]:
-    from detectors.synth.scenes import make_clip
+def clip_frames(fps: float, source: str | None = None) -> list[ImageBGR]:
+    """The camera clip every stream plays in a loop at ``fps``: the frames of ``source`` (a
+    video file or a folder of images), else 2 s of a generated 福 scene, whose backgrounds
+    are Debian's wallpaper photos (``make system-deps``).
 
-    return make_clip(3, n_frames=int(fps * 2), fps=fps, content="fu").frames
+    Raises:
+        SourceError: ``source`` cannot be read, or holds no frame.
+    """
+    if source is None:
+        from detectors.synth.scenes import make_clip
+
+        return make_clip(3, n_frames=int(fps * 2), fps=fps, content="fu").frames
+    frames = [image for _, image in bgr_frames(source, fps)]
+    if not frames:
+        raise SourceError(f"{source} holds no frame")
+    return frames
 
 
 async def websocket_stream(
@@ -386,13 +403,15 @@ async def measure_load(
     phases: str = "independent",
     seed: int = 0,
     start_at: float | None = None,
+    clip: str | None = None,
 ) -> LoadResult:
     """Stream ``ws`` websocket and ``webrtc`` WebRTC clients to ``url`` for ``duration`` s,
-    their cameras' phases as :func:`stream_phases` gives them (with ``seed``); ``pid``: the
-    server process to sample (``None``: none). ``start_at``: the ``time.monotonic()`` at which
-    to begin (it is the same clock in every process of the host), once the clip is ready."""
+    their cameras' phases as :func:`stream_phases` gives them (with ``seed``), each playing
+    :func:`clip_frames` of ``clip``; ``pid``: the server process to sample (``None``: none).
+    ``start_at``: the ``time.monotonic()`` at which to begin (it is the same clock in every
+    process of the host), once the clip is ready."""
     aioice.ice.get_host_addresses = loopback_host_addresses  # loopback only
-    images = clip_frames(fps)
+    images = clip_frames(fps, clip)
     jpegs = [encode_jpeg(image) for image in images]
     clips = VideoClips(images, fps)
     streams = [StreamStats("websocket") for _ in range(ws)]
@@ -451,16 +470,20 @@ class LoadClients:
         duration: float,
         sample: float,
         phases: str = "independent",
+        clip: str | None = None,
     ) -> LoadResult:
         """:func:`measure_load` with the streams dealt out over the processes, this one
         sampling the server; ``client_cpu`` is then the processes' sum."""
         if self._pool is None:
-            return uvloop.run(measure_load(url, pid, ws, webrtc, fps, duration, sample, phases))
+            return uvloop.run(
+                measure_load(url, pid, ws, webrtc, fps, duration, sample, phases, clip=clip)
+            )
         n, start_at = self.procs, time.monotonic() + SHARE_LEAD_S
         jobs = [
             self._pool.submit(
                 _measure_share, url, ws * i // n, ws * (i + 1) // n,
                 webrtc * i // n, webrtc * (i + 1) // n, fps, duration, phases, i, start_at,
+                clip,
             )
             for i in range(n)
         ]  # fmt: skip
@@ -484,19 +507,21 @@ def _measure_share(
     phases: str,
     seed: int,
     start_at: float,
+    clip: str | None,
 ) -> LoadResult:
     """One pool process's share of :meth:`LoadClients.measure` (seeded apart: phases differ)."""
     ws, webrtc = ws_to - ws_from, webrtc_to - webrtc_from
     return uvloop.run(
-        measure_load(url, None, ws, webrtc, fps, duration, 0.0, phases, seed, start_at)
+        measure_load(url, None, ws, webrtc, fps, duration, 0.0, phases, seed, start_at, clip)
     )
 
 
 def run_load(args: argparse.Namespace, url: str, pid: int | None) -> str:
     with LoadClients(args.client_procs) as clients:
         result = clients.measure(
-            url, pid, args.ws, args.webrtc, args.fps, args.duration, args.sample, args.phases
-        )
+            url, pid, args.ws, args.webrtc, args.fps, args.duration, args.sample, args.phases,
+            args.clip,
+        )  # fmt: skip
     streams, samples = result.streams, result.samples
     header = (
         f"{args.ws} websocket + {args.webrtc} WebRTC streams at {args.fps:g} fps for "
@@ -543,6 +568,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="processes that send the streams (one Python process sends at most about a "
         "hundred websocket streams)",
     )
+    parser.add_argument(
+        "--clip",
+        help="the camera clip every stream plays in a loop at --fps: a video file or a folder "
+        "of images (default: 2 s of a generated 福 scene, which needs the Debian wallpaper "
+        "photos of 'make system-deps')",
+    )
+    parser.add_argument(
+        "--save-clip",
+        type=Path,
+        metavar="VIDEO",
+        help="write the clip the streams would play (H.264, e.g. clip.mp4) and exit: a "
+        "--clip for a machine without the wallpapers",
+    )
     parser.add_argument("--url", help="target this server instead of starting one")
     parser.add_argument("--pid", type=int, help="server process to sample (with --url)")
 
@@ -570,8 +608,28 @@ def add_bitrate_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def save_clip(args: argparse.Namespace) -> int:
+    """``--save-clip``: the clip the streams would play, written as a video."""
+    try:
+        check_video_path(args.save_clip)
+        write_video(clip_frames(args.fps, args.clip), args.save_clip, args.fps)
+    except (VideoPathError, SourceError) as exc:
+        print(f"loadtest: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.save_clip}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     # uvloop, as in the server: the load generator shares the machine, so its cost is kept low.
+    if args.save_clip:
+        return save_clip(args)
+    if args.clip:
+        try:
+            clip_frames(args.fps, args.clip)  # unreadable: said now, not in every client
+        except SourceError as exc:
+            print(f"loadtest: {exc}", file=sys.stderr)
+            return 2
     if args.url and (args.max_video_kbps is not None or args.workers or args.find_capacity):
         print(
             "loadtest: --max-video-kbps, --workers and --find-capacity start a local server; "

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 from clients.clips import write_y4m
 from detectors.synth.scenes import make_clip
 from evals.impair import Impairment, start_relay
-from evals.local_server import local_server
 from evals.turn import local_turn_server
 from stream.cli_types import positive_int, positive_number
+from stream.local_server import local_server
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page, Playwright, Route

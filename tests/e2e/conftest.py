@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from evals.local_server import local_server
+from stream.local_server import local_server
 
 
 @pytest.fixture(scope="session")

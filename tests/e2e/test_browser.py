@@ -18,7 +18,7 @@ from playwright.sync_api import Page, sync_playwright
 
 from clients.clips import write_y4m
 from detectors.synth.scenes import make_clip
-from evals.local_server import LocalServer, local_server, start_server, stop_server
+from stream.local_server import LocalServer, local_server, start_server, stop_server
 
 pytestmark = pytest.mark.browser
 

@@ -1,12 +1,14 @@
 """The load generator survives a server that drops one of its streams, answers a keyframe
-request and sends the bitrate the server asks for as a browser does, and starts its cameras
-at independent phases unless told not to."""
+request and sends the bitrate the server asks for as a browser does, starts its cameras
+at independent phases unless told not to, and plays a clip it saved or was given."""
 
 import argparse
 import asyncio
 import json
 import time
 
+import cv2
+import numpy as np
 import pytest
 from aiortc import RTCPeerConnection
 from aiortc.rtp import RTCP_PSFB_PLI, RtcpPsfbPacket
@@ -17,6 +19,7 @@ from evals.loadtest import (
     ClipTrack,
     StreamStats,
     VideoClips,
+    clip_frames,
     send_clip,
     stream_phases,
     websocket_stream,
@@ -129,3 +132,37 @@ def test_a_bitrate_limit_for_a_server_it_does_not_start_is_refused(capsys) -> No
     args = parser.parse_args(["--url", "http://127.0.0.1:9", "--max-video-kbps", "300"])
     assert evals.loadtest.run(args) == 2
     assert "not with --url" in capsys.readouterr().err
+
+
+def loadtest_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    evals.loadtest.add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def test_a_saved_clip_plays_back_frame_for_frame(tmp_path, capsys) -> None:
+    images = tmp_path / "images"
+    images.mkdir()
+    for i in range(3):
+        cv2.imwrite(str(images / f"{i}.png"), np.full((96, 128, 3), 60 * i, np.uint8))
+    saved = tmp_path / "clip.mp4"
+    args = loadtest_args("--clip", str(images), "--save-clip", str(saved), "--fps", "15")
+    assert evals.loadtest.run(args) == 0
+    assert f"wrote {saved}" in capsys.readouterr().out
+    frames = clip_frames(15.0, str(saved))
+    assert [frame.shape for frame in frames] == [(96, 128, 3)] * 3
+    assert [round(float(frame.mean()) / 60) for frame in frames] == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        pytest.param(["--clip", "no-such-clip.mp4"], "no such file", id="a-missing-clip"),
+        pytest.param(["--save-clip", "clip.nosuchcontainer"], "cannot write", id="no-container"),
+    ],
+)
+def test_a_clip_it_cannot_read_or_write_is_refused_before_any_server(
+    argv: list[str], said: str, capsys
+) -> None:
+    assert evals.loadtest.run(loadtest_args(*argv)) == 2
+    assert said in capsys.readouterr().err

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from object_scenes import PERSPECTIVE, covers, frame_with
 
-from cluster.launch import Cluster
 from detectors.objects import TargetError, TargetRegistry
+from stream.cluster import Cluster
 from stream.redis_state import (
     RedisLeases,
     RedisTargetStore,

@@ -19,7 +19,7 @@ from schema import receive_until
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from evals.local_server import LocalServer, start_server, stop_server
+from stream.local_server import LocalServer, start_server, stop_server
 
 MAX_SESSIONS = 6
 PER_CLIENT = 4

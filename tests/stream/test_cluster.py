@@ -27,8 +27,8 @@ from schema import checked, receive_until
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from cluster.launch import haproxy_config, running_cluster
-from evals.local_server import ROOT
+from stream.cluster import haproxy_config, running_cluster
+from stream.local_server import ROOT
 from stream.server import loopback_host_addresses
 
 ANNOUNCED = "127.0.0.2"

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from cluster.capacity import LEASE_BYTES, Inputs, main, plan
+from evals.capacity import LEASE_BYTES, Inputs, main, plan
 
 BASE = Inputs(
     streams=1000,

@@ -1,4 +1,5 @@
-"""Start ``python run.py serve`` on a loopback port for tests, load tests and benchmarks."""
+"""Start ``python run.py serve`` on a loopback port: for tests, load tests, benchmarks and the
+instances of ``run.py cluster``."""
 
 from __future__ import annotations
 

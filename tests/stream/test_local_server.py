@@ -6,7 +6,7 @@ import urllib.request
 
 import pytest
 
-from evals.local_server import START_TIMEOUT_S, local_server, start_server, stop_server
+from stream.local_server import START_TIMEOUT_S, local_server, start_server, stop_server
 
 
 def test_the_server_listens_where_it_announced_without_a_port_picked_here(

@@ -2,11 +2,11 @@
 
 Starts, in a temporary folder: ``redis-server`` (append-only file, fsync on every write, on
 a unix socket), N ``run.py serve --redis`` instances on ports their OS picks, and HAProxy
-(its configuration generated from ``cluster/haproxy.cfg.in``) on ``--port``, health-checking
+(its configuration generated from ``stream/haproxy.cfg.in``) on ``--port``, health-checking
 each instance's ``/readyz``. Prints the one URL to open; Ctrl-C or SIGTERM stops all of it
 (the servers drain as on their own SIGTERM, Redis writes its file) and removes the folder.
 
-The tests drive the same :class:`Cluster` (``tests/cluster/test_launch.py``).
+The tests drive the same :class:`Cluster` (``tests/stream/test_cluster.py``).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
-from evals.local_server import STOP_TIMEOUT_S, LocalServer, start_server, stop_server
 from stream.cli_types import positive_int
+from stream.local_server import STOP_TIMEOUT_S, LocalServer, start_server, stop_server
 
 TEMPLATE = Path(__file__).with_name("haproxy.cfg.in")
 READY_TIMEOUT_S = 30.0
