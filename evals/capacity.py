@@ -2,7 +2,7 @@
 
 Cores, hosts, network and Redis load for ``--streams`` phones streaming at once, from the
 per-stream costs measured here (each default says where) and the assumptions given as
-flags (printed with the result). The model (docs/deploy.md, "Capacity model"):
+flags (printed with the result). The model (docs/scaling.md, "Capacity model"):
 
 - CPU: a stream costs the server ``cpu_ms_per_frame`` of CPU per frame it sends; a host
   is filled to ``utilization`` of its cores (headroom for bursts, the latency bound and
@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from stream.cli_types import positive_int, positive_number
 from stream.redis_state import LEASE_TTL_S, POLL_S
 
-CPU_MS_PER_FRAME = 7.3
-"""Server CPU per frame of a 640x480 WebRTC stream at the 500 kbit/s the server asks for:
-6.4-7.3 ms in 12 of 12 runs of 8 streams on a 2-core AMD EPYC (AVX2, no VNNI), the upper
-end (docs/benchmarks.md, "Against the targets of issue #8")."""
+CPU_MS_PER_FRAME = 34.0
+"""Server CPU per frame of a 640x480 stream with 福 in view (``run.py loadtest --save-clip``'s
+clip), host profile: 33.7 ms a frame for one websocket stream on one worker, 29.8 on two
+(``run.py loadtest --find-capacity --workers 1,2``), 33 ms through ``run.py replay --fast``,
+on a 2-core AMD EPYC (AVX2, no VNNI) shared with other jobs (load average 6-9)."""
 RESULT_BYTES = 265
 """A ``frame`` result message with a detection, JSON payload: the median over the 74
 real-world 福 photos through ``run.py replay --fast`` (188 with or without a detection)."""
@@ -128,8 +129,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--cpu-ms-per-frame",
         type=positive_number,
         default=CPU_MS_PER_FRAME,
-        help="server CPU per frame of a WebRTC stream at 500 kbit/s (default: %(default)s, "
-        "measured by run.py loadtest, docs/deploy.md)",
+        help="server CPU per frame of a 640x480 stream (default: %(default)s, measured by "
+        "run.py loadtest --find-capacity on a 2-core AMD EPYC without VNNI, docs/scaling.md)",
     )
     parser.add_argument(
         "--cores-per-host", type=positive_int, default=16, help="cores of one server host"
@@ -148,7 +149,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--result-bytes",
         type=positive_number,
         default=RESULT_BYTES,
-        help="a frame's result message (default: %(default)s, the median measured, docs/deploy.md)",
+        help="a frame's result message (default: %(default)s, the median measured, "
+        "docs/scaling.md)",
     )
     parser.add_argument(
         "--session-s", type=positive_number, default=60.0, help="average session length"
@@ -158,7 +160,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--target-bytes",
         type=positive_number,
         default=TARGET_BYTES,
-        help="Redis memory a target takes (default: %(default)s, measured, docs/deploy.md)",
+        help="Redis memory a target takes (default: %(default)s, measured, docs/scaling.md)",
     )
 
 

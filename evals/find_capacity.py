@@ -118,7 +118,8 @@ def step(
     out(
         f"  {name}, {n} streams: {'held' if row.held else 'not held'} (server p95 "
         f"{row.server_p95:.0f} ms, {100 * row.result_share:.0f}% answered, "
-        f"server CPU {row.server_cpu:.0f}%, client CPU {row.client_cpu:.0f}%, "
+        f"server CPU {row.server_cpu:.0f}% = {row.server_cpu_ms_per_frame:.1f} ms a frame, "
+        f"client CPU {row.client_cpu:.0f}%, "
         f"load {row.loadavg:.1f})"
     )
     time.sleep(1.0)  # let the sessions close
