@@ -621,7 +621,6 @@ def save_clip(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    # uvloop, as in the server: the load generator shares the machine, so its cost is kept low.
     if args.save_clip:
         return save_clip(args)
     if args.clip:
@@ -630,6 +629,7 @@ def run(args: argparse.Namespace) -> int:
         except SourceError as exc:
             print(f"loadtest: {exc}", file=sys.stderr)
             return 2
+    # uvloop, as in the server: the load generator shares the machine, so its cost is kept low.
     if args.url and (args.max_video_kbps is not None or args.workers or args.find_capacity):
         print(
             "loadtest: --max-video-kbps, --workers and --find-capacity start a local server; "
