@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e.test_browser import clip_file, demo_page, frames, own_server, recognized, wait_for
+from e2e.pages import clip_file, demo_page, frames, own_server, recognized, wait_for
 from playwright.sync_api import Page, Request
 
 from evals.turn import local_turn_server
