@@ -33,7 +33,7 @@ from stream.bitrate import cap_remb, limit_video_bitrate
 from stream.client_json import JsonError, parse_object
 from stream.ice import session_ice_servers
 from stream.images import MAX_PIXELS, video_frame_decoder
-from stream.jitter import bound_decoder_backlog, complete_frames_on_marker
+from stream.jitter import bound_decoder_backlog, complete_frames_on_marker, nack_lost_not_late
 from stream.offers import check_offer
 from stream.pipelines import OptionError, Pipelines, SessionOptions
 from stream.session import Message, Session, SessionError, error_message, run_or_close
@@ -193,6 +193,7 @@ class WebRtcGateway:
                 if transceiver.kind == "video":  # before any packet can arrive
                     complete_frames_on_marker(transceiver.receiver)
                     bound_decoder_backlog(transceiver.receiver)
+                    nack_lost_not_late(transceiver.receiver)
                     if self.config.max_video_kbps:
                         cap_remb(transceiver.receiver, self.config.max_video_kbps)
             await pc.setLocalDescription(await pc.createAnswer())
