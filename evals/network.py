@@ -36,6 +36,7 @@ CLIP_FPS = 15
 CLIP_FRAMES = 45
 PATHS = ("clean", "impaired")
 POLL_MS = 100
+CONNECTED = "window.peers.some((pc) => pc.connectionState === 'connected')"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,6 +69,7 @@ class Run:
     seed: int
     decision_t: float | None  # media time of the first recognized event
     decision_wall_s: float | None  # page load to that event on the page
+    connected_s: float | None  # page load to the page's peer connection connected
     frames: int  # frame results the page received
     longest_gap_s: float  # media time between two consecutive frame results, at most
     watched_s: float  # wall seconds from the first frame result to the end of the run
@@ -170,11 +172,14 @@ def watch(page: Page, path: str, content: str, seed: int, limit_s: float, watch_
     """
     started = time.monotonic()
     first_frame: float | None = None
+    connected: float | None = None
     decided: float | None = None
     while (now := time.monotonic()) - started < limit_s:
         results: list[dict[str, Any]] = page.evaluate("window.scanResults")
         if first_frame is None and any(m["type"] == "frame" for m in results):
             first_frame = now
+        if connected is None and page.evaluate(CONNECTED):
+            connected = now - started
         if page.text_content("#stat-transport") == "websocket":
             raise RuntimeError("the page fell back to the websocket: no relay in the path")
         if recognized(results) and decided is None:
@@ -192,6 +197,7 @@ def watch(page: Page, path: str, content: str, seed: int, limit_s: float, watch_
         seed,
         float(events[0]["t"]) if events else None,
         decided,
+        connected,
         len(times),
         longest_gap(times),
         0.0 if first_frame is None else time.monotonic() - first_frame,
@@ -220,6 +226,14 @@ def summarize(runs: Sequence[Run]) -> dict[str, Any]:
         "recognized": len(found),
         "median_decision_t": _median([r.decision_t for r in found]),
         "median_decision_wall_s": _median([r.decision_wall_s for r in found]),
+        "median_connected_s": _median([r.connected_s for r in runs]),
+        "median_after_connected_s": _median(
+            [
+                r.decision_wall_s - r.connected_s
+                for r in found
+                if r.decision_wall_s is not None and r.connected_s is not None
+            ]
+        ),
         "negative_clips": len(negatives),
         "false": sum(r.decision_t is not None for r in negatives),
         "watched_s": sum(r.watched_s for r in runs),
@@ -247,6 +261,8 @@ def report_table(summary: dict[str, dict[str, Any]]) -> str:
             f"{s['recognized']}/{s['fu_clips']}",
             fmt(s["median_decision_t"], "{:.2f}"),
             fmt(s["median_decision_wall_s"], "{:.2f}"),
+            fmt(s["median_connected_s"], "{:.2f}"),
+            fmt(s["median_after_connected_s"], "{:.2f}"),
             f"{s['false']}/{s['negative_clips']}",
             per_10s(s, "nackCount"),
             per_10s(s, "pliCount"),
@@ -263,6 +279,8 @@ def report_table(summary: dict[str, dict[str, Any]]) -> str:
         "fu recognized",
         "decision t s",
         "decision wall s",
+        "connected s",
+        "after connected s",
         "false",
         "NACK/10s",
         "PLI/10s",

@@ -13,7 +13,7 @@ from evals.network import Run, clips, longest_gap, report_table, summarize
 def run(content: str, decision_t: float | None, gap: float = 0.1, nacks: float = 0) -> Run:
     decided = None if decision_t is None else decision_t + 2.0
     sender = dict.fromkeys(SENDER_FIELDS, 0.0) | {"nackCount": nacks, "bytesSent": 1000.0}
-    return Run("impaired", content, 0, decision_t, decided, 10, gap, 5.0, sender)
+    return Run("impaired", content, 0, decision_t, decided, 1.5, 10, gap, 5.0, sender)
 
 
 def test_clips_are_the_fu_ones_then_the_look_alikes_each_of_its_own_seed():
@@ -38,6 +38,8 @@ def test_a_summary_counts_recall_false_recognitions_and_what_the_video_cost():
     assert (summary["recognized"], summary["fu_clips"]) == (2, 3)
     assert summary["median_decision_t"] == pytest.approx(0.4)
     assert summary["median_decision_wall_s"] == pytest.approx(2.4)
+    assert summary["median_connected_s"] == 1.5
+    assert summary["median_after_connected_s"] == pytest.approx(0.9)
     assert (summary["false"], summary["negative_clips"]) == (1, 2)
     assert summary["nackCount"] == 6 and summary["watched_s"] == 25.0
     assert summary["longest_gap_s"] == 2.5
