@@ -9,11 +9,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e.pages import clip_file, demo_page, frames, own_server, recognized, wait_for
+from e2e.pages import (
+    clip_file,
+    demo_page,
+    frames,
+    own_server,
+    recognized,
+    wait_for,
+    wait_for_status,
+)
 from playwright.sync_api import Page, Request
 
 from evals import network
-from evals.turn import local_turn_server
+from evals.turn import free_port, local_turn_server
 
 pytestmark = pytest.mark.browser
 
@@ -75,6 +83,20 @@ def test_a_wrong_turn_secret_is_explained_on_the_page(turn_server, tmp_path):
         assert "401" in status and "--turn-secret" in status
         assert page.is_enabled("#start")  # the user can try again
         assert page.text_content("#stat-transport") == "–"  # no silent websocket fallback
+
+
+def test_an_unreachable_turn_server_is_explained_on_the_page(tmp_path):
+    """Nothing answers on the TURN server's port: gathering candidates would wait for it
+    for a long time; the page gives up on it and says why."""
+    clip = clip_file(tmp_path, "fu", seed=7)
+    with (
+        serve_through(tmp_path, free_port(), SECRET) as server,
+        demo_page(server.url + "/?autostart&relay=1", clip) as page,
+    ):
+        status = wait_for_status(page, "TURN relay", timeout_ms=20_000)
+        assert "no answer from the TURN server" in status and "--ice-server" in status
+        assert page.is_enabled("#start")
+        assert page.text_content("#stat-transport") == "–"
 
 
 def test_eval_network_measures_both_paths(capsys):
