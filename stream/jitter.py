@@ -1,4 +1,4 @@
-"""Two fixes to aiortc's video receiver, installed per receiver before media flows.
+"""Three fixes to aiortc's video receiver, installed per receiver before media flows.
 
 1. Frames out as soon as they are complete, not one frame later (``MarkerJitterBuffer``).
 
@@ -13,6 +13,11 @@ for its decoder thread without limit, so a server that falls behind builds laten
 without limit (seconds, measured). Past ``DECODE_BACKLOG`` waiting frames the waiting
 ones are dropped, and so is every frame up to the next keyframe (inter frames cannot be
 decoded without their predecessors), which is requested with a PLI.
+
+3. NACKs for lost packets, not for late ones (``PatientNackGenerator``). aiortc asks for a
+packet again (NACK) the moment a later one arrives, so every packet that a jittery path
+merely reorders is sent twice, on a path whose bandwidth is short already. A packet is
+asked for once ``REORDER_PACKETS`` later packets have arrived without it.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ from typing import Any
 
 from aiortc import RTCRtpReceiver
 from aiortc.jitterbuffer import JitterBuffer, JitterFrame
+from aiortc.rtcrtpreceiver import NackGenerator
+from aiortc.rtp import RtpPacket
+from aiortc.utils import uint16_add, uint16_gt
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +41,15 @@ log = logging.getLogger(__name__)
 _BUFFER_ATTRIBUTE = "_RTCRtpReceiver__jitter_buffer"
 _QUEUE_ATTRIBUTE = "_RTCRtpReceiver__decoder_queue"
 _ERROR_ATTRIBUTE = "_RTCRtpReceiver__decoder_error"  # set: aiortc sends a PLI on the next packet
+_NACK_ATTRIBUTE = "_RTCRtpReceiver__nack_generator"
 
 DECODE_BACKLOG = 3
 """Encoded frames that may wait for the decoder (200 ms at 15 fps) before it counts as behind."""
 KEYFRAME_RETRY = 15
 """Frames dropped while waiting for a keyframe between two keyframe requests."""
+REORDER_PACKETS = 3
+"""Later packets that arrive before a missing packet is asked for again: a jitter of
+about two packet intervals reorders without loss (30 ms at 300 kbit/s)."""
 
 
 class MarkerJitterBuffer(JitterBuffer):
@@ -151,4 +163,54 @@ def bound_decoder_backlog(receiver: RTCRtpReceiver, limit: int = DECODE_BACKLOG)
         log.warning("aiortc receiver without the expected decoder queue; it stays unbounded")
         return False
     setattr(receiver, _QUEUE_ATTRIBUTE, DecodeBacklog(limit, error.set))
+    return True
+
+
+class PatientNackGenerator(NackGenerator):
+    """aiortc's NACK bookkeeping, with a packet counted missing (and NACKed, by the receiver,
+    with every other missing one) only once ``reorder`` later packets arrived without it."""
+
+    def __init__(self, reorder: int = REORDER_PACKETS) -> None:
+        super().__init__()
+        self.reorder = reorder
+        self.late: set[int] = set()  # not arrived, not yet missing: maybe only reordered
+
+    def add(self, packet: RtpPacket) -> bool:
+        """Mark ``packet`` received. Returns whether packets became missing: the receiver
+        then NACKs all of :attr:`missing`."""
+        seq = packet.sequence_number
+        if self.max_seq is None:
+            self.max_seq = seq
+            return False
+        if uint16_gt(seq, self.max_seq):
+            gap = uint16_add(self.max_seq, 1)
+            while uint16_gt(seq, gap):
+                self.late.add(gap)
+                gap = uint16_add(gap, 1)
+            self.max_seq = seq
+        else:
+            self.late.discard(seq)
+            self.missing.discard(seq)
+        newest = self.max_seq
+        due = {s for s in self.late if uint16_add(newest, -s) >= self.reorder}
+        self.late -= due
+        self.missing |= due
+        self.truncate()
+        return bool(due)
+
+
+def nack_lost_not_late(receiver: RTCRtpReceiver) -> bool:
+    """Give a video ``receiver`` a :class:`PatientNackGenerator`; call before media flows.
+
+    Returns:
+        Whether it was replaced; False (with a warning) when this aiortc keeps its NACK
+        bookkeeping elsewhere, and the receiver is left untouched.
+    """
+    current = getattr(receiver, _NACK_ATTRIBUTE, None)
+    if isinstance(current, PatientNackGenerator):
+        return True
+    if type(current) is not NackGenerator:
+        log.warning("aiortc receiver without the expected NACK generator; late packets NACKed")
+        return False
+    setattr(receiver, _NACK_ATTRIBUTE, PatientNackGenerator())
     return True

@@ -8,6 +8,7 @@ import json
 import logging
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -32,7 +33,7 @@ from stream.bitrate import cap_remb, limit_video_bitrate
 from stream.client_json import JsonError, parse_object
 from stream.ice import session_ice_servers
 from stream.images import MAX_PIXELS, video_frame_decoder
-from stream.jitter import bound_decoder_backlog, complete_frames_on_marker
+from stream.jitter import bound_decoder_backlog, complete_frames_on_marker, nack_lost_not_late
 from stream.offers import check_offer
 from stream.pipelines import OptionError, Pipelines, SessionOptions
 from stream.session import Message, Session, SessionError, error_message, run_or_close
@@ -44,6 +45,8 @@ MAX_CHANNEL_BUFFER = 256 * 1024
 MAX_CHANNEL_BACKLOG = 4 * MAX_CHANNEL_BUFFER
 """Bytes queued past which every message is dropped, events and errors too: a peer that
 keeps ICE alive but stops reading its channel must not grow the queue forever."""
+MAX_EARLY_MESSAGES = 16
+"""Events and errors kept for a peer whose data channel has not opened yet."""
 TRANSPORT = "webrtc"
 OFFER_SHAPE = "need {'sdp': str, 'type': 'offer'}"
 
@@ -72,16 +75,32 @@ class Peer:
     session: Session | None = None
     channel: RTCDataChannel | None = None
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    early: deque[Message] = field(default_factory=lambda: deque(maxlen=MAX_EARLY_MESSAGES))
 
     async def send(self, message: Message) -> None:
+        """Send ``message`` on the data channel, within its bounds. Until the client's channel
+        arrives, events and errors wait in :attr:`early` (frame results do not: a newer one
+        follows): it opens round trips after the media can flow, and on a slow path a
+        session can recognize before, once and for all."""
         channel = self.channel
-        if channel is None or channel.readyState != "open":
+        if channel is None:
+            if message["type"] != "frame":
+                self.early.append(message)
+            return
+        if channel.readyState != "open":
             return
         limit = MAX_CHANNEL_BUFFER if message["type"] == "frame" else MAX_CHANNEL_BACKLOG
         if channel.bufferedAmount > limit:
             return
         metrics.observe(TRANSPORT, message)
         channel.send(json.dumps(message))
+
+    async def attach(self, channel: RTCDataChannel) -> None:
+        """Send results on ``channel`` (open: aiortc announces a channel the client opened),
+        the :attr:`early` messages first."""
+        self.channel = channel
+        while self.early:
+            await self.send(self.early.popleft())
 
     def spawn(self, job: Any) -> None:
         task = asyncio.create_task(job)
@@ -144,8 +163,8 @@ class WebRtcGateway:
         pc = peer.pc
 
         @pc.on("datachannel")
-        def on_datachannel(channel: RTCDataChannel) -> None:
-            peer.channel = channel
+        async def on_datachannel(channel: RTCDataChannel) -> None:
+            await peer.attach(channel)
 
             @channel.on("close")
             async def on_channel_close() -> None:
@@ -174,6 +193,7 @@ class WebRtcGateway:
                 if transceiver.kind == "video":  # before any packet can arrive
                     complete_frames_on_marker(transceiver.receiver)
                     bound_decoder_backlog(transceiver.receiver)
+                    nack_lost_not_late(transceiver.receiver)
                     if self.config.max_video_kbps:
                         cap_remb(transceiver.receiver, self.config.max_video_kbps)
             await pc.setLocalDescription(await pc.createAnswer())

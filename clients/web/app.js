@@ -20,6 +20,7 @@ const RELAY_ONLY = params.get("relay") === "1";
 
 const BANNER_MS = 2500;
 const WEBRTC_CONNECT_MS = 8000;      // give up on WebRTC and fall back after this
+const ICE_GATHERING_MS = 5000;       // offer the candidates found by then
 const WS_SEND_FPS = 10;              // frame rate of the websocket fallback
 const RECONNECT_MS = [1000, 2000, 5000, 10000];
 const BUSY_RETRY_MS = 5000;          // a busy server (503, close 1013) is asked again this often
@@ -183,9 +184,12 @@ function sessionOptions() {
   return profile ? { profile } : {};
 }
 
+// Resolves when the candidates are gathered, or after ICE_GATHERING_MS with those found so
+// far: a STUN or TURN server that never answers held the page for more than 40 s.
 function iceGatheringDone(peer) {
   if (peer.iceGatheringState === "complete") return Promise.resolve();
   return new Promise((resolve) => {
+    setTimeout(resolve, ICE_GATHERING_MS);
     peer.addEventListener("icegatheringstatechange", () => {
       if (peer.iceGatheringState === "complete") resolve();
     });
@@ -231,6 +235,8 @@ async function startWebRtc(generation, onLost) {
   await iceGatheringDone(pc);
   if (RELAY_ONLY && !pc.localDescription.sdp.includes("a=candidate")) {
     pc.close();
+    const seconds = ICE_GATHERING_MS / 1000;
+    if (!iceErrors.length) iceErrors.push(`no answer from the TURN server in ${seconds} s`);
     throw relayFailure(iceErrors);
   }
   const response = await fetch(withToken("/offer"), {

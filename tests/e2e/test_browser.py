@@ -2,87 +2,32 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import signal
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import psutil
 import pytest
+from e2e.pages import (
+    CLIP_FPS,
+    clip_file,
+    demo_page,
+    frames,
+    own_server,
+    recognized,
+    wait_for,
+    wait_for_status,
+)
 from object_scenes import covers, frame_with
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 
 from clients.clips import write_y4m
 from detectors.synth.scenes import make_clip
-from stream.local_server import LocalServer, local_server, start_server, stop_server
+from evals.browser import RECORD_PEERS, sender_stats
+from stream.local_server import LocalServer, start_server, stop_server
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CLIP_FPS = 15
-Results = list[dict]
-
-
-def own_server(tmp_path: Path, *flags: str) -> contextlib.AbstractContextManager[LocalServer]:
-    """A loopback ``run.py serve`` of a test's own, with ``flags`` and an empty targets folder."""
-    return local_server("--host", "127.0.0.1", "--targets", str(tmp_path / "targets"), *flags)
-
-
-def clip_file(tmp_path: Path, content: str, seed: int) -> Path:
-    path = tmp_path / f"{content}-{seed}.y4m"
-    write_y4m(make_clip(seed, n_frames=45, fps=CLIP_FPS, content=content).frames, path, CLIP_FPS)
-    return path
-
-
-@contextlib.contextmanager
-def demo_page(
-    url: str,
-    clip: Path,
-    prepare: Callable[[Page], None] = lambda page: None,
-    allow_camera: bool = True,
-) -> Iterator[Page]:
-    """The demo page at ``url`` in headless Chromium whose camera plays ``clip``; ``prepare``
-    runs before the page loads (e.g. to intercept requests)."""
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                *(["--use-fake-ui-for-media-stream"] if allow_camera else []),
-                "--use-fake-device-for-media-stream",
-                f"--use-file-for-fake-video-capture={clip}",
-                "--disable-background-networking",
-            ],
-        )
-        try:
-            page = browser.new_page()
-            prepare(page)
-            page.goto(url)
-            yield page
-        finally:
-            browser.close()
-
-
-def wait_for(page: Page, until: Callable[[Results], bool], limit_s: float = 45.0) -> Results:
-    """``window.scanResults`` once ``until`` holds for it (bounded)."""
-    deadline = time.monotonic() + limit_s
-    while not until(results := page.evaluate("window.scanResults")):
-        status = page.text_content("#status")
-        assert time.monotonic() < deadline, f"gave up; page status: {status}"
-        page.wait_for_timeout(250)
-    return results
-
-
-def recognized(results: Results) -> Results:
-    return [m for m in results if m["type"] == "event" and m["event"] == "recognized"]
-
-
-def frames(results: Results) -> Results:
-    return [m for m in results if m["type"] == "frame"]
 
 
 def test_a_clip_with_fu_is_recognized_in_the_browser(live_server, tmp_path):
@@ -206,13 +151,6 @@ def overlay_is_blank(page: Page) -> bool:
         const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
         return px.every((v, i) => i % 4 !== 3 || v === 0); })()"""
     )
-
-
-def wait_for_status(page: Page, text: str, timeout_ms: float = 30_000) -> str:
-    page.wait_for_function(
-        f"document.querySelector('#status').textContent.includes({text!r})", timeout=timeout_ms
-    )
-    return page.text_content("#status")
 
 
 def session_requests(page: Page) -> list[str]:
@@ -387,28 +325,11 @@ def test_a_target_photo_without_texture_is_refused_on_the_page(live_server, tmp_
     assert [m["code"] for m in results if m["type"] == "error"] == ["no_texture"]
 
 
-RECORD_PEERS = """
-window.peers = [];
-window.RTCPeerConnection = class extends window.RTCPeerConnection {
-  constructor(...args) { super(...args); window.peers.push(this); }
-};
-"""
-VIDEO_BYTES_SENT = """async () => {
-  let sent = 0;
-  for (const pc of window.peers) {
-    (await pc.getStats()).forEach((r) => {
-      if (r.type === "outbound-rtp" && r.kind === "video") sent += r.bytesSent;
-    });
-  }
-  return sent;
-}"""
-
-
 def sent_kbps(page: Page, seconds: float) -> float:
     """The page's video bitrate over the next ``seconds``, from its peers' own statistics."""
-    first = page.evaluate(VIDEO_BYTES_SENT)
+    first = sender_stats(page)["bytesSent"]
     page.wait_for_timeout(seconds * 1000)
-    return (page.evaluate(VIDEO_BYTES_SENT) - first) * 8 / seconds / 1000
+    return (sender_stats(page)["bytesSent"] - first) * 8 / seconds / 1000
 
 
 def test_the_browser_sends_no_more_video_than_the_server_asks_for(tmp_path):

@@ -3,14 +3,25 @@ credentials from a shared secret), in a real Chromium forced to relay-only."""
 
 from __future__ import annotations
 
+import argparse
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e.test_browser import clip_file, demo_page, frames, own_server, recognized, wait_for
+from e2e.pages import (
+    clip_file,
+    demo_page,
+    frames,
+    own_server,
+    recognized,
+    wait_for,
+    wait_for_status,
+)
 from playwright.sync_api import Page, Request
 
-from evals.turn import local_turn_server
+from evals import network
+from evals.turn import free_port, local_turn_server
 
 pytestmark = pytest.mark.browser
 
@@ -72,3 +83,32 @@ def test_a_wrong_turn_secret_is_explained_on_the_page(turn_server, tmp_path):
         assert "401" in status and "--turn-secret" in status
         assert page.is_enabled("#start")  # the user can try again
         assert page.text_content("#stat-transport") == "–"  # no silent websocket fallback
+
+
+def test_an_unreachable_turn_server_is_explained_on_the_page(tmp_path):
+    """Nothing answers on the TURN server's port: gathering candidates would wait for it
+    for a long time; the page gives up on it and says why."""
+    clip = clip_file(tmp_path, "fu", seed=7)
+    with (
+        serve_through(tmp_path, free_port(), SECRET) as server,
+        demo_page(server.url + "/?autostart&relay=1", clip) as page,
+    ):
+        status = wait_for_status(page, "TURN relay", timeout_ms=20_000)
+        assert "no answer from the TURN server" in status and "--ice-server" in status
+        assert page.is_enabled("#start")
+        assert page.text_content("#stat-transport") == "–"
+
+
+def test_eval_network_measures_both_paths(capsys):
+    """``run.py eval-network`` on one 福 clip and one look-alike clip: both paths report
+    recognition and what the page's sender counted; the impaired one lost and resent."""
+    parser = argparse.ArgumentParser()
+    network.add_arguments(parser)
+    args = parser.parse_args(["--clips", "1", "--negatives", "1", "--watch", "2"])
+    assert network.run(args) == 0
+    summary = json.loads(capsys.readouterr().out.splitlines()[-1])
+    clean, impaired = summary["clean"], summary["impaired"]
+    assert clean["recognized"] == 1 and clean["false"] == impaired["false"] == 0
+    assert clean["frames"] > 0 and impaired["frames"] > 0
+    assert summary["dropped_packets"] > 0 and impaired["nackCount"] > 0
+    assert impaired["retransmittedBytesSent"] > 0

@@ -11,8 +11,10 @@ from typing import Any
 import cv2
 import numpy as np
 import pytest
-from e2e.test_browser import CHROMIUM, clip_file, frames, wait_for
+from e2e.pages import clip_file, frames, wait_for
 from playwright.sync_api import Page, sync_playwright
+
+from evals.browser import CHROMIUM, camera_args
 
 pytestmark = pytest.mark.browser
 
@@ -38,14 +40,7 @@ def phone_page(phone: str, url: str, clip: Path) -> Iterator[Page]:
         device.pop("default_browser_type")  # WebKit for an iPhone: Chromium emulates it here
         browser = p.chromium.launch(
             executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--use-fake-ui-for-media-stream",
-                "--use-fake-device-for-media-stream",
-                f"--use-file-for-fake-video-capture={clip}",
-                "--disable-background-networking",
-                f"--host-resolver-rules=MAP {INSECURE_HOST} 127.0.0.1",
-            ],
+            args=[*camera_args(clip), f"--host-resolver-rules=MAP {INSECURE_HOST} 127.0.0.1"],
         )
         try:
             page = browser.new_context(**device).new_page()

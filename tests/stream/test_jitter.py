@@ -18,9 +18,11 @@ import stream.webrtc
 from stream.jitter import (
     DecodeBacklog,
     MarkerJitterBuffer,
+    PatientNackGenerator,
     bound_decoder_backlog,
     complete_frames_on_marker,
     is_keyframe,
+    nack_lost_not_late,
 )
 from stream.server import loopback_host_addresses
 
@@ -230,5 +232,45 @@ async def test_a_video_receiver_gets_a_bounded_decoder_queue():
         assert type(receiver._RTCRtpReceiver__decoder_queue) is queue.Queue
         assert bound_decoder_backlog(receiver) and bound_decoder_backlog(receiver)
         assert isinstance(receiver._RTCRtpReceiver__decoder_queue, DecodeBacklog)
+    finally:
+        await pc.close()
+
+
+def nacks(arrivals: list[int], reorder: int = 3) -> list[list[int]]:
+    """What a receiver NACKs after each arrival (sequence numbers), with ``reorder``."""
+    generator = PatientNackGenerator(reorder)
+    return [sorted(generator.missing) if generator.add(packet(seq, 0)) else [] for seq in arrivals]
+
+
+@pytest.mark.parametrize(
+    ("arrivals", "expected"),
+    [
+        # in order: nothing
+        ([0, 1, 2, 3], [[], [], [], []]),
+        # 1 only reordered, within 3 packets: never asked for
+        ([0, 2, 3, 1, 4, 5], [[], [], [], [], [], []]),
+        # 1 lost: asked for once 3 later packets came (2, 3, 4)
+        ([0, 2, 3, 4, 5], [[], [], [], [1], []]),
+        # its retransmission arrives: no longer missing; a later loss asks for 6 alone
+        ([0, 2, 3, 4, 1, 5, 7, 8, 9], [[], [], [], [1], [], [], [], [], [6]]),
+        # still missing when another becomes due: asked for again, with it
+        ([0, 2, 3, 4, 6, 7, 8], [[], [], [], [1], [], [], [1, 5]]),
+        # a burst of three lost: due one by one as later packets arrive
+        ([0, 4, 5, 6, 7], [[], [1], [1, 2], [1, 2, 3], []]),
+        # sequence numbers wrap
+        ([65534, 0, 1, 2], [[], [], [], [65535]]),
+    ],
+)
+def test_a_packet_is_nacked_once_later_ones_show_it_lost_not_late(arrivals, expected):
+    assert nacks(arrivals) == expected
+
+
+async def test_a_video_receiver_nacks_lost_packets_not_late_ones():
+    pc = RTCPeerConnection()
+    try:
+        receiver = pc.addTransceiver("video").receiver
+        assert nack_lost_not_late(receiver) and nack_lost_not_late(receiver)
+        assert isinstance(receiver._RTCRtpReceiver__nack_generator, PatientNackGenerator)
+        assert not nack_lost_not_late(pc.addTransceiver("audio").receiver)  # audio: no NACKs
     finally:
         await pc.close()

@@ -20,7 +20,7 @@ from stream.admission import Admission, ServerConfig, Ticket
 from stream.bitrate import CappedEstimator, asked_video_kbps
 from stream.server import ADMISSION, GATEWAY, loopback_host_addresses
 from stream.session import error_message
-from stream.webrtc import MAX_CHANNEL_BACKLOG, MAX_CHANNEL_BUFFER, Peer
+from stream.webrtc import MAX_CHANNEL_BACKLOG, MAX_CHANNEL_BUFFER, MAX_EARLY_MESSAGES, Peer
 
 pytestmark = pytest.mark.usefixtures("loopback_ice")
 
@@ -434,6 +434,31 @@ async def test_data_channel_backlog_is_bounded_for_every_message(message, buffer
     finally:
         await peer.pc.close()
     assert bool(channel.sent) == sent
+
+
+async def test_events_before_the_data_channel_opens_are_sent_when_it_does():
+    """On a slow path the channel opens round trips after the media: a session that
+    recognizes before would otherwise lose its one recognized event."""
+    peer = Peer(RTCPeerConnection(RTCConfiguration(iceServers=[])), Ticket(Admission(1, 1), "c"))
+    channel = StuckChannel(0)
+    try:
+        for message in (FRAME, EVENT, FRAME, ERROR):
+            await peer.send(message)
+        await peer.attach(channel)
+        await peer.send(FRAME)
+    finally:
+        await peer.pc.close()
+    assert [json.loads(m)["type"] for m in channel.sent] == ["event", "error", "frame"]
+
+
+async def test_events_waiting_for_the_data_channel_are_bounded():
+    peer = Peer(RTCPeerConnection(RTCConfiguration(iceServers=[])), Ticket(Admission(1, 1), "c"))
+    try:
+        for _ in range(MAX_EARLY_MESSAGES + 5):
+            await peer.send(EVENT)
+    finally:
+        await peer.pc.close()
+    assert len(peer.early) == MAX_EARLY_MESSAGES
 
 
 @pytest.mark.parametrize(("kbps", "asked"), [(None, 500), (800, 800), (0, None)])
