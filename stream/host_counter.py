@@ -89,6 +89,11 @@ class HostCounter:
     def total(self) -> int:
         return int(np.count_nonzero(self._rows["pid"]))
 
+    def held(self) -> dict[int, int]:
+        """How many slots each process holds (pid: count), those holding any."""
+        pids, counts = np.unique(self._rows["pid"], return_counts=True)
+        return {int(pid): int(n) for pid, n in zip(pids, counts, strict=True) if pid}
+
     def reclaim(self, pid: int) -> int:
         """Free every slot of process ``pid`` (it has died); how many there were."""
         with self._locked():

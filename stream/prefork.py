@@ -2,7 +2,8 @@
 
 ``serve --workers N`` runs :class:`Supervisor` in the parent. Each worker is a fresh
 (spawned) interpreter with its own event loop, peer connections and ONNX Runtime
-sessions; it reports once it accepts connections. The parent restarts a worker that dies
+sessions; it reports once it accepts connections, and from then on the parent's
+:class:`stream.dispatch.Dispatcher` hands it connections. The parent restarts a worker that dies
 after that (its clients see their connections close and reconnect), and on SIGTERM or
 SIGINT asks every worker to drain, as a single process does, and waits for them.
 """
@@ -22,6 +23,8 @@ from multiprocessing.process import BaseProcess
 from types import FrameType
 from typing import Any
 
+from stream.dispatch import Dispatcher, channel_pair
+
 log = logging.getLogger(__name__)
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -37,6 +40,7 @@ class WorkerStartError(RuntimeError):
 class Worker:
     process: BaseProcess
     said_ready: Connection  # the worker's one message once it accepts connections
+    channel: socket.socket  # the parent's end of the worker's connections (stream.dispatch)
     ready: bool = False
     reaped: bool = False
 
@@ -52,10 +56,11 @@ def notify_ready(connection: Connection) -> Ready:
 
 
 class Supervisor:
-    """Runs ``target(*args, ready)`` in ``count`` spawned processes until told to stop.
+    """Runs ``target(*args, channel, ready)`` in ``count`` spawned processes until told to stop.
 
-    ``target`` must be a module-level function (it is pickled by reference) that calls
-    ``ready()`` once it serves, and returns after SIGTERM once it has drained.
+    ``target`` must be a module-level function (it is pickled by reference) that serves the
+    connections ``dispatcher`` hands it on ``channel`` (:class:`stream.dispatch.Receiver`),
+    calls ``ready()`` once it does, and returns after SIGTERM once it has drained.
     ``on_exit(pid)`` runs in the parent for every worker that ended, whatever the cause,
     before any replacement starts (free what it held).
 
@@ -70,8 +75,10 @@ class Supervisor:
         count: int,
         on_exit: Callable[[int], None],
         stop_timeout: float,
+        dispatcher: Dispatcher,
     ) -> None:
         self.target, self.args, self.count = target, args, count
+        self.dispatcher = dispatcher
         self.on_exit = on_exit
         self.stop_timeout = stop_timeout
         self.workers: list[Worker] = []
@@ -126,8 +133,10 @@ class Supervisor:
         self.stop()
 
     def stop(self) -> None:
-        """SIGTERM every worker (each drains), wait, kill those left, reap them all."""
+        """Stop accepting, SIGTERM every worker (each drains), wait, kill those left, reap
+        them all."""
         self._stopping = True
+        self.dispatcher.close()
         for worker in self.workers:
             if worker.process.is_alive():
                 worker.process.terminate()
@@ -147,18 +156,25 @@ class Supervisor:
 
     def _spawn(self, slot: int) -> Worker:
         said_ready, tell_ready = self._context.Pipe(duplex=False)
+        channel, theirs = channel_pair()
         process = self._context.Process(
-            target=self.target, args=(*self.args, tell_ready), name=f"fuscan-worker-{slot}"
+            target=self.target,
+            args=(*self.args, theirs, tell_ready),
+            name=f"fuscan-worker-{slot}",
         )
         process.start()
         tell_ready.close()  # the worker holds the only writer: its death reads as EOF
-        return Worker(process, said_ready)
+        theirs.close()  # and the only other end of its channel
+        return Worker(process, said_ready, channel)
 
     def _reap(self, worker: Worker) -> None:
         if worker.reaped:
             return
         worker.reaped = True
         worker.said_ready.close()
+        if worker.process.pid is not None:
+            self.dispatcher.remove(worker.process.pid)
+        worker.channel.close()
         worker.process.join()
         if worker.process.pid is not None:
             self.on_exit(worker.process.pid)
@@ -167,8 +183,11 @@ class Supervisor:
         """Block until a worker says it is ready, one ends, or a signal arrives."""
         waiting = [w.said_ready for w in self.workers if not w.said_ready.closed]
         sentinels = [w.process.sentinel for w in self.workers if not w.reaped]
-        for source in wait([*waiting, *sentinels, self._wake_read]):
-            if source is self._wake_read:
+        dispatched = self.dispatcher.sources()
+        for source in wait([*waiting, *sentinels, *dispatched, self._wake_read]):
+            if source is not self._wake_read and isinstance(source, socket.socket):
+                self.dispatcher.handle(source)
+            elif source is self._wake_read:
                 with contextlib.suppress(BlockingIOError):
                     while self._wake_read.recv(64):  # the wake-up bytes of the signals so far
                         pass
@@ -177,6 +196,8 @@ class Supervisor:
                 with contextlib.suppress(EOFError):  # ended first: its sentinel says the rest
                     worker.ready = bool(source.recv())
                 source.close()
+                if worker.ready and worker.process.pid is not None:
+                    self.dispatcher.add(worker.process.pid, worker.channel)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self._stopping = True

@@ -41,6 +41,7 @@ from stream.admission import (
     guard_middleware,
 )
 from stream.announce import check_announce_ip, gather_addresses
+from stream.dispatch import Dispatcher, Receiver
 from stream.forwarded import forwarded_middleware, proxy_networks
 from stream.host_counter import HostCounter
 from stream.ice import check_ice_servers, parse_ice_server, session_ice_servers
@@ -297,16 +298,15 @@ def serve_workers(
 ) -> None:
     """The parent of ``workers`` worker processes; returns once they drained after a signal.
 
-    The parent binds the port without listening (so it stays this server's, and ``--port 0``
-    picks one), and each worker listens on it with ``SO_REUSEPORT`` once its models are
-    loaded: the kernel spreads new connections over the workers that accept, and a dead
-    worker's share goes to the others until its replacement is ready. Limits and metrics
+    The parent listens, accepts each connection and hands it to the least-loaded worker
+    that is ready (:mod:`stream.dispatch`): a dead worker's share goes to the others until
+    its replacement is ready, and after a stop signal the parent stops listening. Limits and metrics
     live in a runtime folder the workers share; a dead worker's slots and live metrics are
     freed before its replacement starts. With ``redis_url`` each worker is a server of the
     cluster on its own (its own Redis connections and leases).
     """
-    reserved = _listen_or_exit(host, port, reuse_port=True, accept=False)
-    bound_port = reserved[0].getsockname()[1]
+    listening = _listen_or_exit(host, port)
+    bound_port = listening[0].getsockname()[1]
     runtime = Path(tempfile.mkdtemp(prefix="fuscan-serve-"))
     try:
         HostCounter.create(runtime / SESSIONS_FILE, config.max_sessions)
@@ -325,7 +325,8 @@ def serve_workers(
                 log.info("worker pid %d ended holding %d session slots: freed", pid, freed)
             mark_process_dead(pid, str(runtime / METRICS_DIR))  # type: ignore[no-untyped-call]
 
-        supervisor = Supervisor(serve_worker, (spec,), workers, on_exit, WORKER_STOP_S)
+        dispatcher = Dispatcher(listening, counter.held)
+        supervisor = Supervisor(serve_worker, (spec,), workers, on_exit, WORKER_STOP_S, dispatcher)
         try:
             supervisor.start()
             announce(host, bound_port, tls, loopback)
@@ -337,12 +338,13 @@ def serve_workers(
             counter.close()
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
-        for sock in reserved:
+        for sock in listening:
             sock.close()
 
 
-def serve_worker(spec: WorkerSpec, said_ready: Connection) -> None:
-    """One worker process of :func:`serve_workers` (spawned: a fresh interpreter)."""
+def serve_worker(spec: WorkerSpec, channel: socket.socket, said_ready: Connection) -> None:
+    """One worker process of :func:`serve_workers` (spawned: a fresh interpreter): serves the
+    connections the parent hands it on ``channel``."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     _gather_ice_addresses(spec.config, spec.loopback)
     cv2.setNumThreads(spec.threads)
@@ -352,8 +354,7 @@ def serve_worker(spec: WorkerSpec, said_ready: Connection) -> None:
     app = build_app(pipelines, spec.config, counter, shared.leases if shared else None)
     if shared is not None:
         app.cleanup_ctx.append(shared.lifetime)
-    sockets = listen(spec.host, spec.port, reuse_port=True)
-    run_server(app, sockets, _tls_context(spec.tls), notify_ready(said_ready), os.getppid())
+    run_server(app, [], _tls_context(spec.tls), notify_ready(said_ready), os.getppid(), channel)
 
 
 def announce(host: str, port: int, tls: tuple[Path, Path] | None, loopback: bool) -> None:
@@ -372,15 +373,17 @@ def run_server(
     context: ssl.SSLContext | None,
     ready: Ready,
     parent: int | None = None,
+    channel: socket.socket | None = None,
 ) -> None:
-    """Serve ``app`` on ``sockets`` until SIGTERM or SIGINT (or, with ``parent``, until that
+    """Serve ``app`` on ``sockets``, and the connections handed over ``channel`` (a worker
+    of :func:`serve_workers`), until SIGTERM or SIGINT (or, with ``parent``, until that
     process is gone), then drain: stop accepting, tell clients, wait at most
     :data:`SHUTDOWN_TIMEOUT_S`. A second signal while draining changes nothing.
 
     uvloop: aiortc handles every RTP packet in the event loop, and uvloop's cheaper socket
     and callback handling cut the loop's CPU per WebRTC frame by 12-19% (docs/benchmarks.md).
     """
-    uvloop.run(_serve_until_stopped(app, sockets, context, ready, parent))
+    uvloop.run(_serve_until_stopped(app, sockets, context, ready, parent, channel))
 
 
 async def _serve_until_stopped(
@@ -389,6 +392,7 @@ async def _serve_until_stopped(
     context: ssl.SSLContext | None,
     ready: Ready,
     parent: int | None,
+    channel: socket.socket | None,
 ) -> None:
     runner = web.AppRunner(
         app,
@@ -397,6 +401,8 @@ async def _serve_until_stopped(
         shutdown_timeout=SHUTDOWN_TIMEOUT_S,
     )
     await runner.setup()
+    assert runner.server is not None  # made by setup()
+    receiver = None if channel is None else Receiver(channel, runner.server, context)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -404,12 +410,16 @@ async def _serve_until_stopped(
     try:
         for sock in sockets:
             await web.SockSite(runner, sock, ssl_context=context).start()
+        if receiver is not None:
+            receiver.start()
         ready()
         while not await _stopped(stop, ORPHAN_CHECK_S if parent else None):
             if os.getppid() != parent:
                 log.warning("the parent process %s is gone: stopping", parent)
                 stop.set()
     finally:
+        if receiver is not None:
+            receiver.stop()
         await runner.cleanup()
 
 
@@ -429,27 +439,19 @@ def _tls_context(tls: tuple[Path, Path] | None) -> ssl.SSLContext | None:
         _exit(f"--cert {tls[0]} / --key {tls[1]}: {exc}")
 
 
-def _listen_or_exit(
-    host: str, port: int, *, reuse_port: bool = False, accept: bool = True
-) -> list[socket.socket]:
+def _listen_or_exit(host: str, port: int) -> list[socket.socket]:
     try:
-        return listen(host, port, reuse_port=reuse_port, accept=accept)
+        return listen(host, port)
     except OSError as exc:
         if exc.errno not in _BIND_ERRORS:
             raise
         _exit(f"cannot listen on {host}:{port}: {os.strerror(exc.errno).lower()}", status=1)
 
 
-def listen(
-    host: str, port: int, *, reuse_port: bool = False, accept: bool = True
-) -> list[socket.socket]:
+def listen(host: str, port: int) -> list[socket.socket]:
     """Listening sockets on every address of ``host``, bound as uvloop's ``create_server``
     binds them (address reuse, IPv6 only on IPv6 sockets), but all on one port: ``port``, or
     for 0 the one the OS chose for the first, so that one URL per address names it.
-
-    ``reuse_port``: with ``SO_REUSEPORT``, so that other processes of this user can listen on
-    the same port (the kernel spreads connections over them); ``accept=False``: bound, not
-    listening (it holds the port and takes no connections).
 
     Raises:
         OSError: an address cannot be bound (in use, not this machine's, not allowed).
@@ -457,9 +459,8 @@ def listen(
     sockets: list[socket.socket] = []
     try:
         for family, *_, address in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
-            sockets.append(_bind(family, (address[0], port, *address[2:]), reuse_port))
-            if accept:
-                sockets[-1].listen()
+            sockets.append(_bind(family, (address[0], port, *address[2:])))
+            sockets[-1].listen()
             port = sockets[0].getsockname()[1]
     except OSError:
         for sock in sockets:
@@ -468,12 +469,10 @@ def listen(
     return sockets
 
 
-def _bind(family: int, address: tuple[Any, ...], reuse_port: bool) -> socket.socket:
+def _bind(family: int, address: tuple[Any, ...]) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if reuse_port:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         if family == socket.AF_INET6:
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
         sock.bind(address)

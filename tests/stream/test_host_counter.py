@@ -29,6 +29,14 @@ def test_two_counters_on_one_table_share_the_limits(table):
     assert (second.total(), second.take("d", 4, 2)) == (3, None)
 
 
+def test_held_counts_the_slots_of_each_process(table):
+    counter = HostCounter(table)
+    assert counter.held() == {}
+    assert counter.take("a", 4, 4) is None
+    assert counter.take("b", 4, 4) is None
+    assert counter.held() == {os.getpid(): 2}
+
+
 def test_admission_over_a_host_counter_says_why_it_refuses(table):
     admission = Admission(1, 1, HostCounter(table))
     ticket = admission.admit("a")
