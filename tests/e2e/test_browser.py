@@ -128,7 +128,7 @@ def test_offers_on_any_worker_are_answered_by_it_and_a_killed_worker_is_survived
     clip = clip_file(tmp_path, "fu", seed=7)
     served: set[int] = set()
     with own_server(tmp_path, "--workers", "2") as server:
-        for _ in range(8):  # the kernel picks the worker per connection: until both served
+        for _ in range(8):  # each connection goes to the least-loaded worker: until both served
             before = peer_ports(server)
             with demo_page(server.url + "/?autostart", clip) as page:
                 wait_for(page, recognized)

@@ -98,7 +98,7 @@ async def session(server: LocalServer, client: str) -> AsyncIterator[ClientConne
 async def on_another_worker(
     server: LocalServer, other: ClientConnection
 ) -> AsyncIterator[ClientConnection]:
-    """A session on a worker other than ``other``'s (the kernel picks one per connection)."""
+    """A session on a worker other than ``other``'s."""
     for _ in range(40):
         async with session(server, "127.0.2.2") as ws:
             if worker_of(server, ws) != worker_of(server, other):
