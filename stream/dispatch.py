@@ -1,8 +1,8 @@
 """Connections of ``serve --workers N``: the parent accepts each, the least-loaded worker serves it.
 
-With ``SO_REUSEPORT`` the kernel picks a worker by a hash of each connection's addresses,
-blind to load: 40 long-lived streams over 8 workers left some workers 8 or 9 and others
-3, and the crowded ones blew the latency bound while cores idled. So the parent listens,
+With ``SO_REUSEPORT`` the kernel would pick a worker by a hash of each connection's
+addresses, blind to load, so long-lived streams pile up on some workers while the cores of
+others idle (docs/scaling.md has the figures). So the parent listens,
 accepts, and passes each connection (its file descriptor, ``SCM_RIGHTS`` over a Unix
 socket pair per worker) to the ready worker with the least load, as Node.js's cluster
 module hands connections round-robin, with HAProxy's ``leastconn`` choice:
