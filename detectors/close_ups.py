@@ -19,19 +19,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from detectors.card import ZoomSpec
-from detectors.core import Box, Detection, FrameContext, ImageBGR, Region, Verdict, iou
+from detectors.core import Box, Detection, FrameContext, ImageBGR, Region, iou
 from detectors.network import Network, inside
 from detectors.views import view, within
 
 ZOOM_MATCH_IOU = 0.3
 """A close-up detection confirms a candidate if their boxes overlap at least this much."""
 MIN_CROP_SIDE = 8
-REFUSAL_KEPT_S = 0.5
-"""Media seconds for which a candidate its close-ups refused stays refused without new ones
-(:func:`refused_before`): a look-alike or clutter the camera holds in view is looked at
-twice a second, not on every frame."""
-SAME_CANDIDATE_IOU = 0.5
-"""A candidate is the one an earlier verdict was made on if their boxes overlap this much."""
 
 
 def zoom_region(
@@ -104,21 +98,6 @@ def settled(candidate: Detection, context: FrameContext, threshold: float) -> bo
         label == candidate.label and iou(box, candidate.box) >= ZOOM_MATCH_IOU
         for label, box in context.recognized
     )
-
-
-def refused_before(candidate: Detection, context: FrameContext) -> Verdict | None:
-    """The verdict of close-ups that refused ``candidate`` (the same label, boxes overlapping
-    at least :data:`SAME_CANDIDATE_IOU`) less than :data:`REFUSAL_KEPT_S` before
-    ``context.t``; ``None``: none, the candidate gets its close-ups."""
-    for verdict in context.verdicts:
-        if (
-            not verdict.confirmed
-            and verdict.label == candidate.label
-            and 0 <= context.t - verdict.t < REFUSAL_KEPT_S
-            and iou(verdict.box, candidate.box) >= SAME_CANDIDATE_IOU
-        ):
-            return verdict
-    return None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
