@@ -13,7 +13,7 @@ is sure of (:meth:`detectors.glyph_check.GlyphCheck.rescued`).
 from __future__ import annotations
 
 from detectors.card import ModelCard, find_card
-from detectors.close_ups import CloseUps, settled
+from detectors.close_ups import CloseUps, on_recognized_track
 from detectors.core import (
     Confirmer,
     Detection,
@@ -72,9 +72,10 @@ class OnnxDetector:
         return self.second_looks(image, self.network.look(image, self.candidate_threshold))
 
     def detect_in(self, image: ImageBGR, context: FrameContext) -> Detections:
-        """:meth:`detect`, without close-ups for the candidates ``context`` settles: those on
-        a recognized track that the first look alone scores at the threshold
-        (:func:`detectors.close_ups.settled`), reported as the first look saw them."""
+        """:meth:`detect`, with no more close-ups for a candidate on a track the vote has
+        recognized (:func:`detectors.close_ups.on_recognized_track`) than keep the track: none
+        if the first look alone scores it at the threshold (it is reported as the first look
+        saw it), else close-ups up to the first that scores the threshold."""
         require_bgr_image(image)
         candidates = self.network.look(image, self.candidate_threshold)
         return self.second_looks(image, candidates, context)
@@ -92,12 +93,14 @@ class OnnxDetector:
         kept: list[Detection] = []
         looks = 0
         for candidate in candidates[: close_ups.zoom.max_candidates]:
-            if context is not None and settled(candidate, context, self.threshold):
+            kept_track = context is not None and on_recognized_track(candidate, context)
+            if kept_track and candidate.score >= self.threshold:
                 kept.append(candidate)
                 continue
             regions = close_ups.regions(image, candidate)
-            looks += len(regions)
-            seen = close_ups.best(image, candidate, regions)
+            enough = self.threshold if kept_track else None
+            seen, looked = close_ups.best(image, candidate, regions, enough)
+            looks += looked
             if seen is not None:
                 kept.append(seen)
         checks = 0

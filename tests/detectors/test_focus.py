@@ -1,9 +1,9 @@
-"""The second look spends nothing on candidates the vote has settled (detect_in)."""
+"""The second look spends on a recognized track only what keeps it (detect_in)."""
 
 import pytest
 
 from detectors.card import find_card
-from detectors.close_ups import settled
+from detectors.close_ups import on_recognized_track
 from detectors.core import Detection, FrameContext
 from detectors.onnx_detector import OnnxDetector
 from detectors.synth.scenes import make_clip
@@ -14,20 +14,19 @@ FAR = (300.0, 300.0, 340.0, 340.0)
 
 
 @pytest.mark.parametrize(
-    ("candidate", "recognized", "expected"),
+    ("recognized", "expected"),
     [
-        (FU, (("fu", NEAR),), True),
-        (FU, (("fu", FAR),), False),  # another track
-        (FU, (("poster", NEAR),), False),  # another label
-        (Detection("fu", 0.5, FU.box), (("fu", NEAR),), False),  # under the threshold
-        (FU, (), False),
+        ((("fu", NEAR),), True),
+        ((("fu", FAR),), False),  # another track
+        ((("poster", NEAR),), False),  # another label
+        ((), False),
     ],
 )
-def test_a_candidate_is_settled_on_a_recognized_track_at_the_threshold(
-    candidate: Detection, recognized: tuple[tuple[str, tuple[float, ...]], ...], expected: bool
+def test_a_candidate_lies_on_a_recognized_track_of_its_label_that_it_overlaps(
+    recognized: tuple[tuple[str, tuple[float, ...]], ...], expected: bool
 ) -> None:
     context = FrameContext(recognized)  # type: ignore[arg-type]
-    assert settled(candidate, context, 0.69) is expected
+    assert on_recognized_track(FU, context) is expected
 
 
 @pytest.fixture(scope="module")
@@ -49,3 +48,16 @@ def test_a_recognized_fu_the_first_look_scores_high_gets_no_close_up(
     assert first.score >= detector.threshold
     told = detector.detect_in(frame, FrameContext((("fu", first.box),)))
     assert told.items == (first,) and told.runs == 1
+
+
+def test_a_recognized_fu_the_first_look_scores_low_gets_close_ups_until_one_keeps_it(
+    detector: OnnxDetector,
+) -> None:
+    frame = make_clip(5, n_frames=1).frames[0]  # close-ups at both shares, the first confirms
+    (first,) = [c for c in detector.network.look(frame, 0.5)]
+    # A threshold just over the first look's score: only a close-up keeps the track.
+    strict = OnnxDetector(detector.card, threshold=first.score + 0.01)
+    plain = strict.detect(frame)
+    told = strict.detect_in(frame, FrameContext((("fu", first.box),)))
+    (kept,) = told.items
+    assert kept.score >= strict.threshold and told.runs == 2 < plain.runs == 3
