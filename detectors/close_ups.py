@@ -19,19 +19,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from detectors.card import ZoomSpec
-from detectors.core import Box, Detection, FrameContext, ImageBGR, Region, Verdict, iou
+from detectors.core import Box, Detection, FrameContext, ImageBGR, Region, iou
 from detectors.network import Network, inside
 from detectors.views import view, within
 
 ZOOM_MATCH_IOU = 0.3
 """A close-up detection confirms a candidate if their boxes overlap at least this much."""
 MIN_CROP_SIDE = 8
-REFUSAL_KEPT_S = 0.5
-"""Media seconds for which a candidate its close-ups refused stays refused without new ones
-(:func:`refused_before`): a look-alike or clutter the camera holds in view is looked at
-twice a second, not on every frame."""
-SAME_CANDIDATE_IOU = 0.5
-"""A candidate is the one an earlier verdict was made on if their boxes overlap this much."""
 
 
 def zoom_region(
@@ -96,29 +90,13 @@ def _turned(box: Box, width: int, height: int) -> Box:
     return (width - box[2], height - box[3], width - box[0], height - box[1])
 
 
-def settled(candidate: Detection, context: FrameContext, threshold: float) -> bool:
-    """Whether ``candidate`` needs no close-up: it scores ``threshold`` or more on the first
-    look and lies on a track the vote has already recognized (boxes overlapping at least
-    :data:`ZOOM_MATCH_IOU`). Its first look is what the vote would need to keep the track."""
-    return candidate.score >= threshold and any(
+def on_recognized_track(candidate: Detection, context: FrameContext) -> bool:
+    """Whether ``candidate`` lies on a track the vote has already recognized: the same label,
+    boxes overlapping at least :data:`ZOOM_MATCH_IOU`."""
+    return any(
         label == candidate.label and iou(box, candidate.box) >= ZOOM_MATCH_IOU
         for label, box in context.recognized
     )
-
-
-def refused_before(candidate: Detection, context: FrameContext) -> Verdict | None:
-    """The verdict of close-ups that refused ``candidate`` (the same label, boxes overlapping
-    at least :data:`SAME_CANDIDATE_IOU`) less than :data:`REFUSAL_KEPT_S` before
-    ``context.t``; ``None``: none, the candidate gets its close-ups."""
-    for verdict in context.verdicts:
-        if (
-            not verdict.confirmed
-            and verdict.label == candidate.label
-            and 0 <= context.t - verdict.t < REFUSAL_KEPT_S
-            and iou(verdict.box, candidate.box) >= SAME_CANDIDATE_IOU
-        ):
-            return verdict
-    return None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -171,25 +149,32 @@ class CloseUps:
         return close_ups if zoomed_out is None else [zoomed_out]
 
     def best(
-        self, image: ImageBGR, candidate: Detection, regions: Sequence[Region]
-    ) -> Detection | None:
-        """``candidate`` scored again on its close-up ``regions`` (:meth:`regions`); the best
-        close-up's detection scoring :attr:`floor` or more.
+        self,
+        image: ImageBGR,
+        candidate: Detection,
+        regions: Sequence[Region],
+        enough: float | None = None,
+    ) -> tuple[Detection | None, int]:
+        """``candidate`` scored again on its close-up ``regions`` (:meth:`regions`): the best
+        close-up's detection scoring :attr:`floor` or more, and how many close-ups that took.
 
-        ``None`` if no close-up confirms it. The close-up's box replaces the
-        first one: it was seen with more pixels (or, zoomed out, at a scale the
-        network knows). Without a region (every close-up would magnify the
-        frame less than the card's ``min_zoom``, and no zoomed-out view applies)
-        the first look stands.
+        The detection is ``None`` if no close-up confirms it. The close-up's box
+        replaces the first one: it was seen with more pixels (or, zoomed out, at a
+        scale the network knows). Without a region (every close-up would magnify
+        the frame less than the card's ``min_zoom``, and no zoomed-out view applies)
+        the first look stands. With ``enough``, the close-ups stop at the first
+        that scores that much.
         """
         if not regions:
-            return candidate if candidate.score >= self.floor else None
-        confirmed = []
-        for region in regions:
+            return (candidate if candidate.score >= self.floor else None), 0
+        confirmed: list[Detection] = []
+        for looked, region in enumerate(regions, 1):
             matches = self.matches(image, region, candidate, self.floor)
             if matches:  # best first
                 confirmed.append(matches[0])
-        return max(confirmed, key=lambda d: d.score, default=None)
+                if enough is not None and matches[0].score >= enough:
+                    return matches[0], looked
+        return max(confirmed, key=lambda d: d.score, default=None), len(regions)
 
     def turned_score(self, image: ImageBGR, detection: Detection, floor: float) -> float:
         """The score of ``detection`` on its close-up turned upside down; 0 below ``floor``.

@@ -58,26 +58,11 @@ class Detection:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
-    """A second look's verdict on a first-look candidate, which later frames may reuse."""
-
-    label: str
-    box: Box
-    """The candidate's box on the first look."""
-    t: float
-    """Media time of the frame the close-ups were taken on."""
-    confirmed: bool
-
-
-@dataclass(frozen=True, slots=True)
 class FrameContext:
-    """What a session knows before a frame is detected, as plain data (boxes in the frame's
-    pixels): the frame's media time, the boxes of the tracks its vote has recognized, and
-    the verdicts of earlier second looks (:attr:`Detections.verdicts`)."""
+    """What a session knows before a frame is detected, as plain data: the boxes (in the
+    frame's pixels) of the tracks its vote has recognized."""
 
-    t: float
     recognized: tuple[tuple[str, Box], ...] = ()
-    verdicts: tuple[Verdict, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +77,6 @@ class Detections:
     frame: FrameSize | None = None
     """Size of the frame the boxes are in (``None``: unknown), so that a voter can tell a
     box cut by the frame's edge (:func:`touches_edge`)."""
-    verdicts: tuple[Verdict, ...] = ()
-    """The second looks' verdicts this frame made or reused, for the next frame's
-    :class:`FrameContext` (a one-pass detector: none)."""
 
     def __iter__(self) -> Iterator[Detection]:
         return iter(self.items)

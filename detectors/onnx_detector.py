@@ -13,7 +13,7 @@ is sure of (:meth:`detectors.glyph_check.GlyphCheck.rescued`).
 from __future__ import annotations
 
 from detectors.card import ModelCard, find_card
-from detectors.close_ups import CloseUps, refused_before, settled
+from detectors.close_ups import CloseUps, on_recognized_track
 from detectors.core import (
     Confirmer,
     Detection,
@@ -21,7 +21,6 @@ from detectors.core import (
     FrameContext,
     ImageBGR,
     ModelInfo,
-    Verdict,
     require_bgr_image,
 )
 from detectors.glyph_check import GlyphCheck
@@ -73,11 +72,10 @@ class OnnxDetector:
         return self.second_looks(image, self.network.look(image, self.candidate_threshold))
 
     def detect_in(self, image: ImageBGR, context: FrameContext) -> Detections:
-        """:meth:`detect`, without close-ups for the candidates ``context`` settles: those on
-        a recognized track that the first look alone scores at the threshold
-        (:func:`detectors.close_ups.settled`), reported as the first look saw them, and
-        those close-ups refused a moment ago (:func:`detectors.close_ups.refused_before`),
-        dropped. The verdicts made or reused come back in :attr:`Detections.verdicts`."""
+        """:meth:`detect`, with no more close-ups for a candidate on a track the vote has
+        recognized (:func:`detectors.close_ups.on_recognized_track`) than keep the track: none
+        if the first look alone scores it at the threshold (it is reported as the first look
+        saw it), else close-ups up to the first that scores the threshold."""
         require_bgr_image(image)
         candidates = self.network.look(image, self.candidate_threshold)
         return self.second_looks(image, candidates, context)
@@ -93,24 +91,16 @@ class OnnxDetector:
         if close_ups is None:
             return Detections(tuple(candidates), frame=frame)
         kept: list[Detection] = []
-        verdicts: list[Verdict] = []
         looks = 0
         for candidate in candidates[: close_ups.zoom.max_candidates]:
-            if context is not None:
-                if settled(candidate, context, self.threshold):
-                    kept.append(candidate)
-                    continue
-                refusal = refused_before(candidate, context)
-                if refusal is not None:
-                    verdicts.append(refusal)
-                    continue
+            kept_track = context is not None and on_recognized_track(candidate, context)
+            if kept_track and candidate.score >= self.threshold:
+                kept.append(candidate)
+                continue
             regions = close_ups.regions(image, candidate)
-            looks += len(regions)
-            seen = close_ups.best(image, candidate, regions)
-            if context is not None:
-                verdicts.append(
-                    Verdict(candidate.label, candidate.box, context.t, seen is not None)
-                )
+            enough = self.threshold if kept_track else None
+            seen, looked = close_ups.best(image, candidate, regions, enough)
+            looks += looked
             if seen is not None:
                 kept.append(seen)
         checks = 0
@@ -118,7 +108,7 @@ class OnnxDetector:
             kept, checks = self.glyph.rescued(image, kept, self.card.threshold, self.threshold)
         glyph_work = 0.0 if self.glyph is None else self.glyph.work
         runs = 1.0 + looks + checks * glyph_work
-        return Detections(tuple(suppress(kept)), runs, frame, tuple(verdicts))
+        return Detections(tuple(suppress(kept)), runs, frame)
 
     def confirmer(self, image: ImageBGR) -> Confirmer | None:
         """The card's checks of ``image``'s detections; ``None`` when it has none.

@@ -8,6 +8,11 @@ detector what the vote settled), and beside it the same clips through the
 detector told nothing (every candidate gets its close-ups, as before the
 focus), so that both are timed on the same frames under the same load.
 
+Each frame reaches the detector as a session's executor gets it: sent as a JPEG
+and decoded at half size where the session does so (a frame at least twice the
+network input's longer side, :func:`stream.session.decode_for`), so a 1280x720
+frame is looked at as 640x360.
+
 It reports, per frame size and content (福 in view or not), the whole frame's
 milliseconds at p50 and p90 over the first look's network alone on the same
 frames, the network runs a frame took (noise-free), and what the vote made of
@@ -24,13 +29,18 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import cast
 
 import numpy as np
 
+from clients.ws_client import encode_jpeg
+from detectors.card import MODELS_DIR, find_card
 from detectors.core import Box, ImageBGR, iou
-from detectors.onnx_detector import OnnxDetector, load_detector
+from detectors.onnx_detector import OnnxDetector
 from stream.focus import Focus
+from stream.images import image_decoder
+from stream.session import decode_for
 from voting import make_voter
 
 SIZES = ((640, 480), (1280, 720))
@@ -70,10 +80,10 @@ def run_clip(
     for i, frame in enumerate(frames):
         t = i / FPS
         started = time.perf_counter()
-        found = detector.detect_in(frame, focus.context(t)) if focused else detector.detect(frame)
+        found = detector.detect_in(frame, focus.context()) if focused else detector.detect(frame)
         confirm = detector.confirmer(frame)
         update = voter.update(found, t, confirm)
-        focus.update(found, update)
+        focus.update(update)
         cost.frame_ms.append((time.perf_counter() - started) * 1000)
         cost.network_ms.append(network_ms(detector, frame))
         cost.runs.append(found.runs + (0.0 if confirm is None else confirm.runs))
@@ -141,12 +151,20 @@ def cost_rows(
             for k in range(clips):
                 kind = cast("Content", content)
                 clip = make_clip(first_seed + k, round(seconds * FPS), FPS, width, height, kind)
-                truth = [[tuple(b) for b in boxes.tolist()] for boxes in clip.boxes]
+                frames = as_decoded(clip.frames, detector.model.input_side)
+                scale = frames[0].shape[1] / width
+                truth = [[tuple(b) for b in (boxes * scale).tolist()] for boxes in clip.boxes]
                 for path, focused in paths.items():
-                    done[path].append(run_clip(detector, clip.frames, truth, focused))
+                    done[path].append(run_clip(detector, frames, truth, focused))
             for path, costs in done.items():
                 rows.append(_row(f"{width}x{height}", content, path, costs))
     return rows
+
+
+def as_decoded(frames: Sequence[ImageBGR], side: int) -> list[ImageBGR]:
+    """``frames`` as a session's executor gets them from a client sending JPEG, for a
+    detector whose input's longer side is ``side`` (:func:`stream.session.decode_for`)."""
+    return [decode_for(image_decoder(encode_jpeg(frame)), side)[0] for frame in frames]
 
 
 def _row(size: str, content: str, path: str, costs: list[ClipCost]) -> CostRow:
@@ -195,12 +213,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--contents", default=",".join(CONTENTS), help="clip contents: fu, empty, negative"
     )
+    parser.add_argument(
+        "--models-dir",
+        type=Path,
+        default=MODELS_DIR,
+        help="the cards and models to run (default: the shipped ones)",
+    )
 
 
 def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
     sizes = [_size(s) for s in args.sizes.split(",") if s]
     contents = [c for c in args.contents.split(",") if c]
-    detector = load_detector(args.tier, "int8", threads=1)
+    detector = OnnxDetector(find_card(args.tier, "int8", args.models_dir), threads=1)
     rows = cost_rows(detector, sizes, contents, args.clips, args.seconds, args.seed)
     out(format_rows(rows))
     return 0

@@ -43,7 +43,6 @@ def to_received(detections: Detections, scale: float, frame: FrameSize) -> Detec
         tuple(Detection(d.label, d.score, _scaled(d.box, 1 / scale)) for d in detections),
         detections.runs,
         frame,
-        tuple(dataclasses.replace(v, box=_scaled(v.box, 1 / scale)) for v in detections.verdicts),
     )
 
 

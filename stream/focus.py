@@ -1,8 +1,7 @@
 """What a session tells its detector before each frame: what the vote has already settled.
 
 A second look costs a network run per close-up. A track the vote has recognized
-needs none while the first look alone scores it at the threshold, and a
-candidate its close-ups refused a moment ago needs none again yet
+needs none while the first look alone scores it at the threshold
 (:meth:`detectors.onnx_detector.OnnxDetector.detect_in`). The session keeps that
 knowledge here, as plain data, and hands it to the detector as a
 :class:`~detectors.core.FrameContext`.
@@ -10,32 +9,28 @@ knowledge here, as plain data, and hands it to the detector as a
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
-from detectors.core import Box, Detections, FrameContext, Verdict
+from detectors.core import Box, FrameContext
 from voting.core import VoteUpdate
 
 
 @dataclass(slots=True)
 class Focus:
-    """Recognized tracks and recent verdicts of one stream, in pixels of frames as received."""
+    """The recognized tracks of one stream, in pixels of frames as received."""
 
     recognized: dict[int, tuple[str, Box]] = field(default_factory=dict)
     """Track id -> label and latest box of each track recognized and not lost."""
-    verdicts: tuple[Verdict, ...] = ()
 
-    def context(self, t: float, scale: float = 1.0) -> FrameContext:
-        """The context of the frame at media time ``t``, whose detector sees it ``scale``
-        times the size received."""
+    def context(self, scale: float = 1.0) -> FrameContext:
+        """The context of the next frame, whose detector sees it ``scale`` times the size
+        received."""
         return FrameContext(
-            t,
-            tuple((label, _scaled(box, scale)) for label, box in self.recognized.values()),
-            tuple(dataclasses.replace(v, box=_scaled(v.box, scale)) for v in self.verdicts),
+            tuple((label, _scaled(box, scale)) for label, box in self.recognized.values())
         )
 
-    def update(self, detections: Detections, update: VoteUpdate) -> None:
-        """Take in a frame's ``detections`` (boxes as received) and what the vote made of them."""
+    def update(self, update: VoteUpdate) -> None:
+        """Take in what the vote made of a frame (boxes as received)."""
         for event in update.events:
             if event.event == "lost":
                 self.recognized.pop(event.track, None)
@@ -44,7 +39,6 @@ class Focus:
         for tracked in update.detections:
             if tracked.track in self.recognized:
                 self.recognized[tracked.track] = (tracked.label, tracked.box)
-        self.verdicts = detections.verdicts
 
 
 def _scaled(box: Box, factor: float) -> Box:

@@ -1,10 +1,10 @@
-"""The second look spends nothing on candidates the vote has settled (detect_in)."""
+"""The second look spends on a recognized track only what keeps it (detect_in)."""
 
 import pytest
 
 from detectors.card import find_card
-from detectors.close_ups import REFUSAL_KEPT_S, refused_before, settled
-from detectors.core import Detection, FrameContext, Verdict
+from detectors.close_ups import on_recognized_track
+from detectors.core import Detection, FrameContext
 from detectors.onnx_detector import OnnxDetector
 from detectors.synth.scenes import make_clip
 
@@ -14,36 +14,19 @@ FAR = (300.0, 300.0, 340.0, 340.0)
 
 
 @pytest.mark.parametrize(
-    ("candidate", "recognized", "expected"),
+    ("recognized", "expected"),
     [
-        (FU, (("fu", NEAR),), True),
-        (FU, (("fu", FAR),), False),  # another track
-        (FU, (("poster", NEAR),), False),  # another label
-        (Detection("fu", 0.5, FU.box), (("fu", NEAR),), False),  # under the threshold
-        (FU, (), False),
+        ((("fu", NEAR),), True),
+        ((("fu", FAR),), False),  # another track
+        ((("poster", NEAR),), False),  # another label
+        ((), False),
     ],
 )
-def test_a_candidate_is_settled_on_a_recognized_track_at_the_threshold(
-    candidate: Detection, recognized: tuple[tuple[str, tuple[float, ...]], ...], expected: bool
+def test_a_candidate_lies_on_a_recognized_track_of_its_label_that_it_overlaps(
+    recognized: tuple[tuple[str, tuple[float, ...]], ...], expected: bool
 ) -> None:
-    context = FrameContext(1.0, recognized)  # type: ignore[arg-type]
-    assert settled(candidate, context, 0.69) is expected
-
-
-@pytest.mark.parametrize(
-    ("verdict", "t", "expected"),
-    [
-        (Verdict("fu", NEAR, 1.0, False), 1.2, True),
-        (Verdict("fu", NEAR, 1.0, False), 1.0 + REFUSAL_KEPT_S, False),  # too old
-        (Verdict("fu", NEAR, 1.0, True), 1.2, False),  # confirmed: looked at again
-        (Verdict("fu", FAR, 1.0, False), 1.2, False),  # another candidate
-        (Verdict("poster", NEAR, 1.0, False), 1.2, False),
-        (Verdict("fu", NEAR, 1.5, False), 1.2, False),  # from a later frame
-    ],
-)
-def test_a_refusal_stands_for_a_moment(verdict: Verdict, t: float, expected: bool) -> None:
-    found = refused_before(FU, FrameContext(t, verdicts=(verdict,)))
-    assert (found is verdict) if expected else found is None
+    context = FrameContext(recognized)  # type: ignore[arg-type]
+    assert on_recognized_track(FU, context) is expected
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +36,8 @@ def detector() -> OnnxDetector:
 
 def test_told_nothing_it_detects_as_without_a_context(detector: OnnxDetector) -> None:
     frame = make_clip(5, n_frames=1).frames[0]  # a small 福: close-ups at both shares
-    plain, told = detector.detect(frame), detector.detect_in(frame, FrameContext(2.0))
-    assert told.items == plain.items and told.runs == plain.runs > 1
-    assert [(v.label, v.t, v.confirmed) for v in told.verdicts] == [("fu", 2.0, True)]
-    assert plain.verdicts == ()
+    plain, told = detector.detect(frame), detector.detect_in(frame, FrameContext())
+    assert told == plain and told.runs > 1
 
 
 def test_a_recognized_fu_the_first_look_scores_high_gets_no_close_up(
@@ -65,15 +46,18 @@ def test_a_recognized_fu_the_first_look_scores_high_gets_no_close_up(
     frame = make_clip(5, n_frames=1).frames[0]
     (first,) = [c for c in detector.network.look(frame, 0.5)]
     assert first.score >= detector.threshold
-    told = detector.detect_in(frame, FrameContext(0.0, (("fu", first.box),)))
-    assert told.items == (first,) and told.runs == 1 and told.verdicts == ()
+    told = detector.detect_in(frame, FrameContext((("fu", first.box),)))
+    assert told.items == (first,) and told.runs == 1
 
 
-def test_a_candidate_refused_a_moment_ago_is_dropped_without_close_ups(
+def test_a_recognized_fu_the_first_look_scores_low_gets_close_ups_until_one_keeps_it(
     detector: OnnxDetector,
 ) -> None:
-    frame = make_clip(5, n_frames=1).frames[0]
+    frame = make_clip(5, n_frames=1).frames[0]  # close-ups at both shares, the first confirms
     (first,) = [c for c in detector.network.look(frame, 0.5)]
-    refusal = Verdict("fu", first.box, 0.0, False)
-    told = detector.detect_in(frame, FrameContext(0.1, verdicts=(refusal,)))
-    assert told.items == () and told.runs == 1 and told.verdicts == (refusal,)
+    # A threshold just over the first look's score: only a close-up keeps the track.
+    strict = OnnxDetector(detector.card, threshold=first.score + 0.01)
+    plain = strict.detect(frame)
+    told = strict.detect_in(frame, FrameContext((("fu", first.box),)))
+    (kept,) = told.items
+    assert kept.score >= strict.threshold and told.runs == 2 < plain.runs == 3
