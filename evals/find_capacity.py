@@ -2,6 +2,7 @@
 
     python run.py loadtest --find-capacity --workers 1,2
     python run.py loadtest --find-capacity --workers 1,4,8,14 --client-procs 2 --duration 6
+    python run.py loadtest --find-capacity --workers 1,4,8,14 --client-procs 2 --cores-per-worker 1
 
 For each worker count, a local ``run.py serve --workers N`` and a search over the number
 of streams (15 fps each): a step is held when the server-side p95 latency stays within
@@ -10,6 +11,10 @@ the bound, (almost) every frame is answered and the lag does not grow, as in
 worker, grows by half until a step fails, then halves the gap down to a tenth. The table
 says the streams held, how that compares with linear scaling from one worker, and what a
 stream costs the server (CPU per stream, CPU per frame).
+
+With ``--cores-per-worker K``, a server of N workers runs on N*K cores only and the clients on
+cores of their own, so that capacity is compared per core given: one unpinned worker already
+spreads its inference threads over several cores.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -64,6 +70,38 @@ def most_held(
 
 
 @dataclass(frozen=True, slots=True)
+class Pinning:
+    """Where ``--cores-per-worker`` runs each side: a server of N workers on the first
+    N * ``per_worker`` of ``server_cores``, the clients on ``client_cores``."""
+
+    per_worker: int
+    server_cores: tuple[int, ...]
+    client_cores: tuple[int, ...]
+
+    @classmethod
+    def split(
+        cls, per_worker: int, client_procs: int, counts: Sequence[int], usable: Sequence[int]
+    ) -> Pinning:
+        """The last ``client_procs`` of the ``usable`` cores for the clients, the rest for
+        the servers.
+
+        Raises:
+            ValueError: the largest of ``counts`` needs more cores than that leaves.
+        """
+        cores = sorted(usable)
+        need = max(counts) * per_worker
+        if need + client_procs > len(cores):
+            raise ValueError(
+                f"{max(counts)} workers of {per_worker} cores and {client_procs} client "
+                f"processes need {need + client_procs} cores; this process may use {len(cores)}"
+            )
+        return cls(per_worker, tuple(cores[:-client_procs]), tuple(cores[-client_procs:]))
+
+    def server(self, workers: int) -> tuple[int, ...]:
+        return self.server_cores[: workers * self.per_worker]
+
+
+@dataclass(frozen=True, slots=True)
 class Load:
     """What every step streams: ``transport`` streams at ``fps`` for ``duration`` s."""
 
@@ -82,13 +120,16 @@ def find_capacity(
     clients: LoadClients,
     max_video_kbps: int | None = None,
     out: Callable[[str], None] = print,
+    pinning: Pinning | None = None,
 ) -> list[Capacity]:
-    """Per worker count, a fresh local server and the most streams of ``load`` it holds."""
+    """Per worker count, a fresh local server and the most streams of ``load`` it holds
+    (on the cores ``pinning`` gives it, if any)."""
     logging.getLogger("aioice").setLevel(logging.WARNING)
     found: list[Capacity] = []
     per_worker = 4.0  # streams a worker holds: a first guess, then the last count's
     for workers in counts:
-        with local_server(profile, max_video_kbps, workers) as (url, pid):
+        cores = None if pinning is None else pinning.server(workers)
+        with local_server(profile, max_video_kbps, workers, cores) as (url, pid):
             measure = partial(step, clients, url, pid, load, f"{workers} workers", out)
             streams, row, steps = most_held(measure, round(per_worker * workers))
         found.append(Capacity(workers, streams, row, steps))
@@ -149,15 +190,31 @@ def format_capacity(found: Sequence[Capacity]) -> str:
 
 
 def find_capacity_main(args: argparse.Namespace) -> int:
-    counts = args.workers or [1, os.cpu_count() or 1]
+    usable = sorted(os.sched_getaffinity(0))
+    counts = args.workers or [1, len(usable)]
+    pinning = None
+    if args.cores_per_worker:
+        try:
+            pinning = Pinning.split(args.cores_per_worker, args.client_procs, counts, usable)
+        except ValueError as exc:
+            print(f"loadtest: --cores-per-worker: {exc}", file=sys.stderr)
+            return 2
+        os.sched_setaffinity(0, pinning.client_cores)  # this process and its client pool
     with LoadClients(args.client_procs) as clients:
         load = Load(args.transport, args.fps, args.duration, args.phases, args.clip)
-        found = find_capacity(counts, load, args.profile, clients, args.max_video_kbps)
+        found = find_capacity(
+            counts, load, args.profile, clients, args.max_video_kbps, pinning=pinning
+        )
+    where = (
+        f"the same {len(usable)} cores"
+        if pinning is None
+        else f"cores of their own ({len(pinning.client_cores)}); each server on "
+        f"{pinning.per_worker} core(s) a worker"
+    )
     print(
         f"\n{args.transport} streams at {args.fps:g} fps held per worker count, "
         f"{args.duration:g} s a step, profile {args.profile!r}, {args.phases} camera phases, "
-        f"clip {args.clip or 'generated'}, "
-        f"{args.client_procs} client processes on the same {os.cpu_count()}-core machine"
+        f"clip {args.clip or 'generated'}, {args.client_procs} client processes on {where}"
     )
     print(format_capacity(found))
     return 0

@@ -32,7 +32,7 @@ import json
 import multiprocessing
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -361,11 +361,14 @@ def rss_trend(samples: list[Sample]) -> float:
 
 @contextlib.contextmanager
 def local_server(
-    profile: str, max_video_kbps: int | None = None, workers: int | None = None
+    profile: str,
+    max_video_kbps: int | None = None,
+    workers: int | None = None,
+    cores: Collection[int] | None = None,
 ) -> Iterator[tuple[str, int]]:
     """A quiet local server on ``profile`` with room for many sessions: (url, pid).
     ``max_video_kbps``, ``workers``: its ``--max-video-kbps`` and ``--workers`` (``None``: the
-    server's default)."""
+    server's default); ``cores``: the only cores it runs on (``None``: any)."""
     limit = [] if max_video_kbps is None else ["--max-video-kbps", str(max_video_kbps)]
     processes = [] if workers is None else ["--workers", str(workers)]
     with running_server(
@@ -378,6 +381,7 @@ def local_server(
         *limit,
         *processes,
         quiet=True,
+        cores=cores,
     ) as server:
         yield server.url, server.process.pid
 
@@ -562,6 +566,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the streams --find-capacity steps up",
     )
     parser.add_argument(
+        "--cores-per-worker",
+        type=positive_int,
+        help="with --find-capacity: pin each server to this many cores a worker, the first "
+        "of this machine's, and the clients to the last --client-procs cores, so that capacity "
+        "is compared per core (docs/scaling.md)",
+    )
+    parser.add_argument(
         "--client-procs",
         type=positive_int,
         default=1,
@@ -636,6 +647,9 @@ def run(args: argparse.Namespace) -> int:
             "not with --url",
             file=sys.stderr,
         )
+        return 2
+    if args.cores_per_worker and not args.find_capacity:
+        print("loadtest: --cores-per-worker is for --find-capacity", file=sys.stderr)
         return 2
     if args.find_capacity:
         from evals.find_capacity import find_capacity_main

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from stream.admission import ServerConfig
 from stream.cli_types import UsageError, non_negative_int, positive_int, positive_number
+from stream.prefork import usable_cores
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,9 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers",
         type=positive_int,
-        default=os.cpu_count() or 1,
+        default=usable_cores(),
         help="worker processes sharing the port, the limits and the targets (default: one per "
-        "core, %(default)s here; 1: one process, no parent; docs/scaling.md)",
+        "core it may use, %(default)s here; 1: one process, no parent; docs/scaling.md)",
     )
     parser.add_argument(
         "--https", action="store_true", help="TLS (self-signed unless --cert/--key): phones on LAN"

@@ -4,13 +4,15 @@ instances of ``run.py cluster``."""
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import IO
 
@@ -46,13 +48,19 @@ def relay_output(stdout: IO[bytes], announced: Announced, quiet: bool) -> None:
     announced.put(None)
 
 
-def start_server(*serve_args: str, port: int | None = None, quiet: bool = False) -> LocalServer:
+def start_server(
+    *serve_args: str,
+    port: int | None = None,
+    quiet: bool = False,
+    cores: Collection[int] | None = None,
+) -> LocalServer:
     """A running server (its sockets accept) with ``serve_args``; stop it with :func:`stop_server`.
 
     It listens on ``port``, or by default on one its OS picks (``--port 0``) and announces:
     a port picked here and released would be free for another process to take first.
     It runs one process (``--workers 1``) unless ``serve_args`` name a count: a test or a
     benchmark on a machine of many cores would otherwise start a worker per core.
+    With ``cores``, the server and its workers run on those cores only (its CPU affinity).
 
     Raises:
         RuntimeError: the process exited or did not announce its URL within ``START_TIMEOUT_S``.
@@ -64,6 +72,7 @@ def start_server(*serve_args: str, port: int | None = None, quiet: bool = False)
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL if quiet else None,
+        preexec_fn=None if cores is None else partial(os.sched_setaffinity, 0, cores),
     )
     assert process.stdout is not None  # stdout=PIPE
     announced: Announced = queue.SimpleQueue()
@@ -99,8 +108,10 @@ def stop_server(server: LocalServer) -> None:
 
 
 @contextlib.contextmanager
-def local_server(*serve_args: str, quiet: bool = False) -> Iterator[LocalServer]:
-    server = start_server(*serve_args, quiet=quiet)
+def local_server(
+    *serve_args: str, quiet: bool = False, cores: Collection[int] | None = None
+) -> Iterator[LocalServer]:
+    server = start_server(*serve_args, quiet=quiet, cores=cores)
     try:
         yield server
     finally:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from detectors.objects import CombinedDetector, TargetRegistry
 from detectors.objects.features import FRAME_SIDE
 from detectors.onnx_detector import OnnxDetector
 from hw_sim import DeviceSimulator, ModelChoiceError, ModelSpec, choose_model, get_profile
+from stream.prefork import usable_cores
 from stream.session import FrameError, Send, Session, ViewSide
 from voting import VotingConfigError, make_voter
 
@@ -93,7 +93,7 @@ class Pipelines:
         self.precision = precision
         self.targets = targets
         self.executor = ThreadPoolExecutor(
-            max_workers=workers or os.cpu_count() or 1, thread_name_prefix="infer"
+            max_workers=workers or usable_cores(), thread_name_prefix="infer"
         )
 
     @classmethod
@@ -105,7 +105,8 @@ class Pipelines:
         threads: int | None = None,
     ) -> Pipelines:
         """Load every model in ``models_dir`` (done once, at start-up; default: the shipped
-        ones); ``precision`` serves the host; ``threads`` run inference (default: one per core).
+        ones); ``precision`` serves the host; ``threads`` run inference (default: one per core
+        it may use).
 
         Emulated profiles get the build their profile asks for (int8 or fp32).
         """

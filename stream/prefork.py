@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
+import os
 import signal
 import socket
 import time
@@ -28,6 +29,14 @@ from stream.dispatch import Dispatcher, channel_pair
 log = logging.getLogger(__name__)
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity (``taskset``, a container's
+    cpuset), not every core of the host."""
+    return len(os.sched_getaffinity(0)) or os.cpu_count() or 1
+
+
 Ready = Callable[[], None]
 """What a worker calls once it accepts connections."""
 

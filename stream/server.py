@@ -47,7 +47,7 @@ from stream.host_counter import HostCounter
 from stream.ice import check_ice_servers, parse_ice_server, session_ice_servers
 from stream.leases import ClientLeases
 from stream.pipelines import Pipelines, SessionOptions
-from stream.prefork import Ready, Supervisor, WorkerStartError, notify_ready
+from stream.prefork import Ready, Supervisor, WorkerStartError, notify_ready, usable_cores
 from stream.tls import DEFAULT_TLS_DIR, lan_addresses, self_signed_certificate, server_context
 from stream.webrtc import WebRtcGateway
 from stream.ws_api import WebsocketApi
@@ -313,7 +313,7 @@ def serve_workers(
         (runtime / METRICS_DIR).mkdir()
         # Read when each worker imports prometheus-client; set before any starts.
         os.environ[metrics.MULTIPROC_ENV] = str(runtime / METRICS_DIR)
-        threads = max(1, (os.cpu_count() or 1) // workers)
+        threads = max(1, usable_cores() // workers)
         spec = WorkerSpec(
             host, bound_port, config, precision, tls, targets, loopback, threads, runtime, redis_url
         )

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from evals.bench.capacity import CapacityRow
-from evals.find_capacity import Capacity, format_capacity, most_held
+from evals.find_capacity import Capacity, Pinning, format_capacity, most_held
 
 HELD = CapacityRow("websocket", 1, 15.0, 1.0, 20, 40, 60, 10, 30, 50, 0.0, 0, 50.0, 20.0, 1.0)
 
@@ -38,3 +38,26 @@ def test_the_table_compares_each_count_with_one_worker():
     lines = format_capacity([one, eight]).splitlines()
     assert "7.20" in lines[-1] and "6.4" in lines[-1]  # x 1 worker, and the 0.8 x 8 target
     assert " 10.0 " in lines[-1]  # CPU % of a core per stream, unchanged
+
+
+@pytest.mark.parametrize(
+    ("per_worker", "client_procs", "counts", "usable", "server_of_largest", "clients"),
+    [
+        (1, 2, [1, 4, 8, 14], range(16), tuple(range(14)), (14, 15)),
+        (2, 1, [1, 2], [3, 5, 7, 9, 11], (3, 5, 7, 9), (11,)),
+        (1, 1, [1], [6, 2], (2,), (6,)),  # sorted: the clients get the last
+    ],
+)
+def test_pinning_gives_each_server_the_first_cores_and_the_clients_the_last(
+    per_worker, client_procs, counts, usable, server_of_largest, clients
+):
+    pinning = Pinning.split(per_worker, client_procs, counts, list(usable))
+    assert pinning.server(max(counts)) == server_of_largest
+    assert pinning.server(1) == server_of_largest[:per_worker]
+    assert pinning.client_cores == clients
+    assert not set(pinning.server_cores) & set(pinning.client_cores)
+
+
+def test_pinning_more_workers_than_cores_left_for_them_is_an_error():
+    with pytest.raises(ValueError, match="need 17 cores; this process may use 16"):
+        Pinning.split(1, 2, [1, 15], list(range(16)))

@@ -126,12 +126,20 @@ async def test_a_camera_with_a_phase_starts_its_clock_that_much_later() -> None:
     assert (bytes(first), first.pts) == (b"key", 0)
 
 
-def test_a_bitrate_limit_for_a_server_it_does_not_start_is_refused(capsys) -> None:
-    parser = argparse.ArgumentParser()
-    evals.loadtest.add_arguments(parser)
-    args = parser.parse_args(["--url", "http://127.0.0.1:9", "--max-video-kbps", "300"])
-    assert evals.loadtest.run(args) == 2
-    assert "not with --url" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["--url", "http://127.0.0.1:9", "--max-video-kbps", "300"], "not with --url"),
+        (["--cores-per-worker", "1"], "--cores-per-worker is for --find-capacity"),
+        (
+            ["--find-capacity", "--workers", "1,4096", "--cores-per-worker", "1"],
+            "--cores-per-worker: 4096 workers of 1 cores and 1 client processes need 4097",
+        ),
+    ],
+)
+def test_options_that_do_not_fit_together_are_refused(argv, error, capsys) -> None:
+    assert evals.loadtest.run(loadtest_args(*argv)) == 2
+    assert error in capsys.readouterr().err
 
 
 def loadtest_args(*argv: str) -> argparse.Namespace:

@@ -1,9 +1,11 @@
 """``run.py serve`` as a subprocess: on the port its OS picked, announced back, and stopped."""
 
+import os
 import socket
 import time
 import urllib.request
 
+import psutil
 import pytest
 
 from stream.local_server import START_TIMEOUT_S, local_server, start_server, stop_server
@@ -42,3 +44,16 @@ def test_a_port_in_use_fails_as_the_server_exits_not_at_the_timeout(tmp_path):
         with pytest.raises(RuntimeError, match="did not start"):
             start_server("--targets", str(tmp_path), port=port, quiet=True)
     assert time.monotonic() - began < START_TIMEOUT_S
+
+
+def test_a_server_given_cores_runs_its_workers_on_them_and_splits_them_among_them(
+    tmp_path, capsys
+):
+    one = min(os.sched_getaffinity(0))
+    with local_server("--targets", str(tmp_path), "--workers", "2", cores={one}) as server:
+        processes = [psutil.Process(server.process.pid)]
+        processes += processes[0].children(recursive=True)
+        assert len(processes) >= 3  # the parent and its two workers
+        assert {tuple(p.cpu_affinity()) for p in processes} == {(one,)}
+    # One core over two workers: each still gets an inference thread.
+    assert "2 workers, 1 inference threads each" in capsys.readouterr().out
