@@ -93,6 +93,23 @@ def test_a_view_cut_by_the_frame_edge_counts_as_a_lower_score(fps, box, frame, r
 
 
 @pytest.mark.parametrize("fps", RATES)
+def test_capped_edge_evidence_recognizes_from_whole_views_only_and_keeps_what_it_did(fps):
+    # A fragment the frame cut, held high: the discount alone lets it through.
+    cut = [Thing(AT_LEFT_EDGE, steady(0.95))]
+    assert kinds(run(voter(), cut, fps, 5.0, VGA)) == [("recognized", 1)]
+    assert run(voter(edge_max_llr=0.0), cut, fps, 5.0, VGA) == []
+    # Whole for a moment, then cut by the edge as the phone moves: recognized while
+    # whole, and the cut views keep it until it leaves.
+    moving = [
+        Thing(NEAR_LEFT_EDGE, steady(0.95, 0.0, 0.6)),
+        Thing(AT_LEFT_EDGE, steady(0.95, 0.6, 4.0)),
+    ]
+    events = run(voter(edge_max_llr=0.0), moving, fps, 6.0, VGA)
+    assert kinds(events) == [("recognized", 1), ("lost", 1)]
+    assert events[0].t < 0.6 and events[-1].t > 4.0
+
+
+@pytest.mark.parametrize("fps", RATES)
 @pytest.mark.parametrize(("memory", "recognized"), [(2.0, False), (math.inf, True)])
 def test_fading_evidence_keeps_a_steady_lukewarm_look_alike_out(fps, memory, recognized):
     # 0.55 is weak evidence for 福 (LLR +0.45 a sample); a look-alike can score
