@@ -101,6 +101,11 @@ class SequentialConfig:
             (docs/voting.md, "How the vote decides"; CHANGELOG.md, 2026-12-02, for
             0.04). Applies
             when the detections say their frame size.
+        edge_max_llr: the most LLR such a detection adds to a track not yet recognized
+            (``None``: no cap). Held steadily in view, a fragment scored high reaches the
+            level however much it is discounted; capped at 0, a track is recognized only
+            from frames that hold all of it, and a recognized track is kept through frames
+            that cut it.
         confirm: ask the detector's second opinion (the ``confirm`` given to
             :meth:`SequentialVoter.update`, if any) about a track's detection on the frame
             the track would be recognized; if it does not confirm, that frame counts as a
@@ -145,6 +150,9 @@ class SequentialConfig:
     )
     edge_discount: float = Field(
         default=0.04, ge=0, le=1, description="score discount of a box touching the frame's edge"
+    )
+    edge_max_llr: float | None = Field(
+        default=None, description="most LLR a box touching the edge adds before recognition"
     )
     confirm: bool = Field(
         default=True, description="ask the detector's second opinion before recognizing"
@@ -254,7 +262,7 @@ class SequentialVoter:
                 self._evidence[track.id] = state
             model = self.config.label_score_models.get(track.label, self.config.score_model)
             before = state.llr, state.last_t
-            self._accumulate(state, model.llr(self._evidence_score(det, detections.frame)), t)
+            self._accumulate(state, self._frame_llr(model, state, det, detections.frame), t)
             if self._refused(state, det, confirm):
                 state.llr, state.last_t = before  # the frame counts as a miss instead
                 self._accumulate(state, model.miss_llr, t)
@@ -282,12 +290,21 @@ class SequentialVoter:
             return False
         return state.llr >= self._upper - self.config.confirm_margin and not confirm(det)
 
-    def _evidence_score(self, det: Detection | None, frame: FrameSize | None) -> float | None:
+    def _frame_llr(
+        self,
+        model: ScoreModel,
+        state: TrackEvidence,
+        det: Detection | None,
+        frame: FrameSize | None,
+    ) -> float:
+        """The LLR of ``det`` (``None``: a miss) for a track in ``state``."""
         if det is None:
-            return None
-        if frame is not None and touches_edge(det.box, frame):
-            return det.score - self.config.edge_discount
-        return det.score
+            return model.miss_llr
+        if frame is None or not touches_edge(det.box, frame):
+            return model.llr(det.score)
+        llr = model.llr(det.score - self.config.edge_discount)
+        cap = self.config.edge_max_llr
+        return llr if cap is None or state.recognized else min(llr, cap)
 
     def _accumulate(self, state: TrackEvidence, llr: float, t: float) -> None:
         c = self.config
