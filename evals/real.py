@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -69,7 +70,7 @@ def frame_size(text: str) -> tuple[int, int]:
 
 OPTIONS = (
     "dir", "clips_per_image", "seconds", "fps", "size", "turned_share", "truth", "max_images",
-    "profile", "tier", "precision", "models_dir", "seed",
+    "profile", "tier", "precision", "models_dir", "seed", "frames",
 )  # fmt: skip
 """The options a report's numbers depend on, written into ``--json``."""
 
@@ -128,6 +129,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the clips (default 0)")
     parser.add_argument(
+        "--frames",
+        choices=["jpeg", "raw"],
+        default="jpeg",
+        help="hand sessions each frame as a websocket client sends it, JPEG, which a session "
+        "decodes at half size where its model would shrink it anyway; or as raw pixels "
+        "(default jpeg)",
+    )
+    parser.add_argument(
         "--jobs", type=positive_int, default=1, help="processes running clips (default 1)"
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write every number here")
@@ -154,6 +163,8 @@ class RunConfig:
     precision: str
     models_dir: Path
     seed: int
+    frames: str = "jpeg"
+    """``jpeg``: frames reach sessions as a websocket client sends them; ``raw``: as pixels."""
 
     @property
     def n_frames(self) -> int:
@@ -247,7 +258,7 @@ class Evaluator:
         run = await run_clip(
             self.pipelines,
             self.options,
-            EvalClip(name, clip, clip.boxes, self.config.fps),
+            EvalClip(name, clip, clip.boxes, self.config.fps, self.config.frames == "jpeg"),
             realtime=False,
         )
         got = score(run)
@@ -268,18 +279,26 @@ class Evaluator:
 
     def lost_at(self, clip: RealClip, processed: Sequence[int]) -> str | None:
         """The furthest stage (:data:`STAGES`) the 福 reached on any frame the session processed,
-        from the session's own detector and camera, run again on those frames."""
+        from the session's own detector and camera, run again on those frames as it decoded
+        them."""
         from detectors.onnx_detector import OnnxDetector
+        from evals.hw.devices import JpegFrame
+        from stream.pipelines import view_side
+        from stream.session import decode_for
 
         simulator, detector = self.pipelines.simulator_for(self.options)
         if not isinstance(detector, OnnxDetector):
             return None
+        side = view_side(detector, self.pipelines.targets)
         reached = 0
         for i in processed:
             if len(clip.boxes[i]):
-                x0, y0, x1, y1 = (float(v) for v in clip.boxes[i][0])
+                jpeg = self.config.frames == "jpeg"
+                sent = JpegFrame(clip, i) if jpeg else partial(clip.__getitem__, i)
+                image, width, _ = decode_for(sent, side() if side else None)
+                x0, y0, x1, y1 = (float(v) * image.shape[1] / width for v in clip.boxes[i][0])
                 reached = max(
-                    reached, stage_reached(detector, simulator.profile, clip[i], (x0, y0, x1, y1))
+                    reached, stage_reached(detector, simulator.profile, image, (x0, y0, x1, y1))
                 )
             if reached == len(STAGES) - 1:
                 break
@@ -645,6 +664,7 @@ def run(args: argparse.Namespace) -> int:
         args.precision,
         args.models_dir,
         args.seed,
+        args.frames,
     )
     if args.json is not None and not args.json.parent.is_dir():
         print(f"eval-real: --json {args.json}: no such directory", file=sys.stderr)

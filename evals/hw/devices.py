@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from clients.replay import TimedFrames, feed
+from clients.ws_client import encode_jpeg
 from detectors.card import MODELS_DIR, ModelCardError
 from detectors.core import ImageBGR, iou
 from detectors.synth.scenes import SceneOptions, add_scene_arguments, scene_options
@@ -31,6 +32,7 @@ from evals.tables import fmt, percentile, table
 from evals.voting.evaluate import parse_fields
 from hw_sim import PROFILES
 from stream.cli_types import add_profiles_option, positive_int, positive_number
+from stream.images import JpegImage
 from stream.pipelines import Pipelines, SessionOptions
 from stream.session import Message
 from voting.presets import make_voter
@@ -47,6 +49,9 @@ class EvalClip:
     frames: Sequence[ImageBGR]
     boxes: Sequence[npt.NDArray[np.float32]]
     fps: float
+    jpeg: bool = False
+    """Hand the session each frame as a websocket client sends it (:class:`JpegFrame`),
+    not as raw pixels."""
 
     @property
     def duration(self) -> float:
@@ -96,11 +101,43 @@ class ClipRun:
         return [{k: v for k, v in m.items() if k != "server_ms"} for _, m in self.sent]
 
 
+class JpegFrame:
+    """Frame ``index`` of ``frames`` as a websocket client sends it: JPEG (``encode_jpeg``'s
+    quality), which a session decodes at half size where its detector would shrink the
+    frame anyway (:func:`stream.session.decode_for`). Rendered and encoded only if the
+    session processes it."""
+
+    def __init__(self, frames: Sequence[ImageBGR], index: int) -> None:
+        self._frames, self._index = frames, index
+
+    @functools.cached_property
+    def _jpeg(self) -> JpegImage:
+        image = self._frames[self._index]
+        return JpegImage(encode_jpeg(image), image.shape[1], image.shape[0])
+
+    @property
+    def width(self) -> int:
+        return self._jpeg.width
+
+    @property
+    def height(self) -> int:
+        return self._jpeg.height
+
+    def __call__(self) -> ImageBGR:
+        return self._jpeg()
+
+    def half(self) -> ImageBGR:
+        return self._jpeg.half()
+
+
 async def clip_frames(clip: EvalClip) -> TimedFrames:
     """The clip's frames, each taken from ``clip.frames`` only if the session processes it
     (a sequence may render its frames when asked)."""
     for i in range(len(clip.frames)):
-        yield i / clip.fps, functools.partial(clip.frames.__getitem__, i)
+        if clip.jpeg:
+            yield i / clip.fps, JpegFrame(clip.frames, i)
+        else:
+            yield i / clip.fps, functools.partial(clip.frames.__getitem__, i)
 
 
 async def run_clip(

@@ -1,5 +1,7 @@
 """eval-hw tables, on a red-square stand-in detector and a virtual clock."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from fakes import SPECS, RedSquareDetector, red_square_frame
@@ -9,7 +11,9 @@ import evals.hw.devices
 from detectors.synth.scenes import SceneOptions
 from evals.hw.devices import (
     EvalClip,
+    JpegFrame,
     check_pace,
+    clip_frames,
     evaluate,
     format_eval,
     format_pace,
@@ -17,6 +21,7 @@ from evals.hw.devices import (
     synth_clips,
 )
 from stream.pipelines import Pipelines
+from stream.session import decode_for
 
 SQUARE_BOX = np.array([[106, 80, 161, 121]], np.float32)  # red_square_frame's square
 
@@ -125,3 +130,36 @@ def test_eval_hw_refuses_a_models_dir_it_cannot_load(tmp_path, capsys, card, mes
     assert evals.hw.devices.eval_hw_main(["mid"], 1, 10, 30.0, 0, False, models_dir=tmp_path) == 2
     out = capsys.readouterr().out
     assert out.startswith(f"eval-hw: {message}") and out.count("\n") == 1
+
+
+class CountingFrames(list):
+    """Frames that count how often each is asked for (a clip renders on demand)."""
+
+    def __init__(self, frames):
+        super().__init__(frames)
+        self.asked = 0
+
+    def __getitem__(self, index):
+        self.asked += 1
+        return super().__getitem__(index)
+
+
+@pytest.mark.parametrize(("side", "decoded"), [(160, (120, 160)), (320, (240, 320))])
+def test_a_jpeg_frame_is_made_only_when_decoded_and_halved_where_a_session_would(side, decoded):
+    frames = CountingFrames([red_square_frame(square=True)])  # 320x240
+    sent = JpegFrame(frames, 0)
+    assert frames.asked == 0
+    image, width, height = decode_for(sent, side)
+    assert (width, height) == (320, 240) and image.shape[:2] == decoded
+    assert frames.asked == 1
+    # JPEG keeps the red square where it was: at 5/12 of either side
+    assert image[decoded[0] * 5 // 12, decoded[1] * 5 // 12, 2] > 200
+
+
+async def test_clip_frames_hand_jpeg_frames_when_asked():
+    clip = square_clip(n=3)
+    raw = [decode async for _, decode in clip_frames(clip)]
+    sent = [decode async for _, decode in clip_frames(dataclasses.replace(clip, jpeg=True))]
+    assert not any(isinstance(d, JpegFrame) for d in raw)
+    assert all(isinstance(d, JpegFrame) for d in sent)
+    assert np.abs(sent[1]().astype(int) - raw[1]().astype(int)).mean() < 3
