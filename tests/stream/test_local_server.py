@@ -46,9 +46,7 @@ def test_a_port_in_use_fails_as_the_server_exits_not_at_the_timeout(tmp_path):
     assert time.monotonic() - began < START_TIMEOUT_S
 
 
-def test_a_server_given_cores_runs_its_workers_on_them_and_splits_them_among_them(
-    tmp_path, capsys
-):
+def test_a_server_given_cores_runs_its_workers_on_them_and_splits_them_among_them(tmp_path, capsys):
     one = min(os.sched_getaffinity(0))
     with local_server("--targets", str(tmp_path), "--workers", "2", cores={one}) as server:
         processes = [psutil.Process(server.process.pid)]
