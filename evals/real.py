@@ -290,10 +290,10 @@ class Evaluator:
         if not isinstance(detector, OnnxDetector):
             return None
         side = view_side(detector, self.pipelines.targets)
+        jpeg = self.config.frames == "jpeg"
         reached = 0
         for i in processed:
             if len(clip.boxes[i]):
-                jpeg = self.config.frames == "jpeg"
                 sent = JpegFrame(clip, i) if jpeg else partial(clip.__getitem__, i)
                 image, width, _ = decode_for(sent, side() if side else None)
                 x0, y0, x1, y1 = (float(v) * image.shape[1] / width for v in clip.boxes[i][0])
