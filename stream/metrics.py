@@ -27,6 +27,13 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 # livesum: the sessions of the workers alive now (a dead worker's files are dropped).
 SESSIONS = Gauge("fuscan_sessions", "Sessions open now", ["transport"], multiprocess_mode="livesum")
+# liveall: the same, one sample per live worker (its pid), to see how evenly they are spread.
+WORKER_SESSIONS = Gauge(
+    "fuscan_worker_sessions",
+    "Sessions open now in this worker",
+    ["transport"],
+    multiprocess_mode="liveall",
+)
 REFUSED = Counter("fuscan_sessions_refused_total", "Sessions refused by admission control")
 FRAMES = Counter("fuscan_frames_processed_total", "Frames processed", ["transport"])
 DROPPED = Counter("fuscan_frames_dropped_total", "Frames dropped by busy sessions", ["transport"])
@@ -37,6 +44,16 @@ LATENCY = Histogram(
     "Frame arrival to result sent",
     buckets=(0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0),
 )
+
+
+def session_opened(transport: str) -> None:
+    SESSIONS.labels(transport).inc()
+    WORKER_SESSIONS.labels(transport).inc()
+
+
+def session_closed(transport: str) -> None:
+    SESSIONS.labels(transport).dec()
+    WORKER_SESSIONS.labels(transport).dec()
 
 
 def observe(transport: str, message: Message) -> None:

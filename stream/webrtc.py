@@ -159,7 +159,7 @@ class WebRtcGateway:
         peer_id = uuid.uuid4().hex
         peer = Peer(RTCPeerConnection(rtc_configuration(self.config, time.time())), ticket)
         self.peers[peer_id] = peer
-        metrics.SESSIONS.labels(TRANSPORT).inc()
+        metrics.session_opened(TRANSPORT)
         pc = peer.pc
 
         @pc.on("datachannel")
@@ -233,7 +233,7 @@ class WebRtcGateway:
         peer = self.peers.pop(peer_id, None)
         if peer is None:
             return
-        metrics.SESSIONS.labels(TRANSPORT).dec()
+        metrics.session_closed(TRANSPORT)
         peer.ticket.release()
         if reason is not None:
             with contextlib.suppress(Exception):

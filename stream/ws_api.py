@@ -214,7 +214,7 @@ class WebsocketApi:
             metrics.REFUSED.inc()
             return await close_at_once(ws, request, CLOSE_TRY_AGAIN_LATER, ticket)
         connection = WebsocketConnection(ws, self.pipelines, self.config.default_profile)
-        metrics.SESSIONS.labels(TRANSPORT).inc()
+        metrics.session_opened(TRANSPORT)
         try:
             await ws.prepare(request)
             self.open.add(ws)
@@ -236,7 +236,7 @@ class WebsocketApi:
                 await ws.close()  # also stops the heartbeat timer, which would keep ws alive
             finally:  # whatever failed above, the slot is given back
                 ticket.release()
-                metrics.SESSIONS.labels(TRANSPORT).dec()
+                metrics.session_closed(TRANSPORT)
         return ws
 
     async def close_all(self) -> None:

@@ -153,6 +153,16 @@ async def test_sessions_opened_at_once_spread_evenly_over_the_workers(server):
             )
         )
         held = collections.Counter(worker_of(server, ws) for ws in opened)
+        # /metrics tells the same, worker by worker
+        async with aiohttp.ClientSession() as http, http.get(server.url + "/metrics") as page:
+            lines = (await page.text()).splitlines()
+        for pid in workers(server):
+            per_worker = [
+                float(line.split()[-1])
+                for line in lines
+                if line.startswith("fuscan_worker_sessions{") and f'pid="{pid}"' in line
+            ]
+            assert per_worker == [held[pid]]
     assert sorted(held) == workers(server)
     assert sorted(held.values()) == [MAX_SESSIONS // 2] * 2
 
