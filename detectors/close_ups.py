@@ -19,13 +19,20 @@ from collections.abc import Sequence
 import numpy as np
 
 from detectors.card import ZoomSpec
-from detectors.core import Box, Detection, FrameContext, ImageBGR, Region, iou
+from detectors.core import Box, Clutter, Detection, FrameContext, ImageBGR, Region, iou
 from detectors.network import Network, inside
 from detectors.views import view, within
 
 ZOOM_MATCH_IOU = 0.3
 """A close-up detection confirms a candidate if their boxes overlap at least this much."""
 MIN_CROP_SIDE = 8
+CLUTTER_KEPT_S = 0.5
+"""Media seconds for which a candidate found to be clutter (:func:`known_clutter`) gets no
+close-ups: clutter the camera holds in view is looked at twice a second, not every frame."""
+SAME_CANDIDATE_IOU = 0.5
+"""A candidate is the one found to be clutter if their boxes overlap this much..."""
+CLUTTER_RISE = 0.1
+"""...and the first look scores it less than this above what it scored it then."""
 
 
 def zoom_region(
@@ -99,6 +106,20 @@ def on_recognized_track(candidate: Detection, context: FrameContext) -> bool:
     )
 
 
+def known_clutter(candidate: Detection, context: FrameContext) -> Clutter | None:
+    """The clutter of ``context`` that ``candidate`` still is (:data:`CLUTTER_KEPT_S`,
+    :data:`SAME_CANDIDATE_IOU`, :data:`CLUTTER_RISE`); ``None``: it gets its close-ups."""
+    for clutter in context.clutter:
+        if (
+            clutter.label == candidate.label
+            and 0 <= context.t - clutter.t < CLUTTER_KEPT_S
+            and candidate.score < clutter.score + CLUTTER_RISE
+            and iou(clutter.box, candidate.box) >= SAME_CANDIDATE_IOU
+        ):
+            return clutter
+    return None
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class CloseUps:
     """Close-ups of candidates, run through ``network`` as ``zoom`` says; each costs one run.
@@ -154,9 +175,10 @@ class CloseUps:
         candidate: Detection,
         regions: Sequence[Region],
         enough: float | None = None,
-    ) -> tuple[Detection | None, int]:
+    ) -> tuple[Detection | None, int, bool]:
         """``candidate`` scored again on its close-up ``regions`` (:meth:`regions`): the best
-        close-up's detection scoring :attr:`floor` or more, and how many close-ups that took.
+        close-up's detection scoring :attr:`floor` or more, how many close-ups that took,
+        and whether they saw anything like it at all (at the card's candidate cut).
 
         The detection is ``None`` if no close-up confirms it. The close-up's box
         replaces the first one: it was seen with more pixels (or, zoomed out, at a
@@ -166,15 +188,18 @@ class CloseUps:
         that scores that much.
         """
         if not regions:
-            return (candidate if candidate.score >= self.floor else None), 0
-        confirmed: list[Detection] = []
+            return (candidate if candidate.score >= self.floor else None), 0, True
+        cut = self.zoom.candidates
+        seen: list[Detection] = []
         for looked, region in enumerate(regions, 1):
-            matches = self.matches(image, region, candidate, self.floor)
+            matches = self.matches(image, region, candidate, min(cut, self.floor))
             if matches:  # best first
-                confirmed.append(matches[0])
+                seen.append(matches[0])
                 if enough is not None and matches[0].score >= enough:
-                    return matches[0], looked
-        return max(confirmed, key=lambda d: d.score, default=None), len(regions)
+                    return matches[0], looked, True
+        best = max(seen, key=lambda d: d.score, default=None)
+        confirmed = best if best is not None and best.score >= self.floor else None
+        return confirmed, len(regions), best is not None and best.score >= cut
 
     def turned_score(self, image: ImageBGR, detection: Detection, floor: float) -> float:
         """The score of ``detection`` on its close-up turned upside down; 0 below ``floor``.

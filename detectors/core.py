@@ -58,11 +58,28 @@ class Detection:
 
 
 @dataclass(frozen=True, slots=True)
-class FrameContext:
-    """What a session knows before a frame is detected, as plain data: the boxes (in the
-    frame's pixels) of the tracks its vote has recognized."""
+class Clutter:
+    """A first-look candidate none of whose close-ups saw anything like its label, not even
+    at the first look's candidate cut: later frames of the stream skip it for a moment."""
 
+    label: str
+    box: Box
+    """The candidate's box on the first look, in the frame's pixels."""
+    score: float
+    """The first look's score of it."""
+    t: float
+    """Media time of the frame the close-ups were taken on."""
+
+
+@dataclass(frozen=True, slots=True)
+class FrameContext:
+    """What a session knows before a frame is detected, as plain data (boxes in the frame's
+    pixels): the frame's media time, the tracks its vote has recognized, and the clutter
+    that earlier frames' close-ups found (:attr:`Detections.clutter`)."""
+
+    t: float = 0.0
     recognized: tuple[tuple[str, Box], ...] = ()
+    clutter: tuple[Clutter, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +94,9 @@ class Detections:
     frame: FrameSize | None = None
     """Size of the frame the boxes are in (``None``: unknown), so that a voter can tell a
     box cut by the frame's edge (:func:`touches_edge`)."""
+    clutter: tuple[Clutter, ...] = ()
+    """The clutter this frame's close-ups found or still skipped, for the next frame's
+    :class:`FrameContext` (a detector told no context: none)."""
 
     def __iter__(self) -> Iterator[Detection]:
         return iter(self.items)

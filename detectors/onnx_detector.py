@@ -13,8 +13,9 @@ is sure of (:meth:`detectors.glyph_check.GlyphCheck.rescued`).
 from __future__ import annotations
 
 from detectors.card import ModelCard, find_card
-from detectors.close_ups import CloseUps, on_recognized_track
+from detectors.close_ups import CloseUps, known_clutter, on_recognized_track
 from detectors.core import (
+    Clutter,
     Confirmer,
     Detection,
     Detections,
@@ -75,7 +76,9 @@ class OnnxDetector:
         """:meth:`detect`, with no more close-ups for a candidate on a track the vote has
         recognized (:func:`detectors.close_ups.on_recognized_track`) than keep the track: none
         if the first look alone scores it at the threshold (it is reported as the first look
-        saw it), else close-ups up to the first that scores the threshold."""
+        saw it), else close-ups up to the first that scores the threshold. A candidate whose
+        close-ups saw nothing like it a moment ago (:func:`detectors.close_ups.known_clutter`)
+        gets none and is dropped; :attr:`Detections.clutter` says what the next frame skips."""
         require_bgr_image(image)
         candidates = self.network.look(image, self.candidate_threshold)
         return self.second_looks(image, candidates, context)
@@ -91,24 +94,31 @@ class OnnxDetector:
         if close_ups is None:
             return Detections(tuple(candidates), frame=frame)
         kept: list[Detection] = []
+        clutter: list[Clutter] = []
         looks = 0
         for candidate in candidates[: close_ups.zoom.max_candidates]:
             kept_track = context is not None and on_recognized_track(candidate, context)
             if kept_track and candidate.score >= self.threshold:
                 kept.append(candidate)
                 continue
+            known = None if context is None or kept_track else known_clutter(candidate, context)
+            if known is not None:
+                clutter.append(known)
+                continue
             regions = close_ups.regions(image, candidate)
             enough = self.threshold if kept_track else None
-            seen, looked = close_ups.best(image, candidate, regions, enough)
+            seen, looked, anything = close_ups.best(image, candidate, regions, enough)
             looks += looked
             if seen is not None:
                 kept.append(seen)
+            elif context is not None and not anything:
+                clutter.append(Clutter(candidate.label, candidate.box, candidate.score, context.t))
         checks = 0
         if self.glyph is not None:  # the threshold is the card's, as eval-model's curve needs
             kept, checks = self.glyph.rescued(image, kept, self.card.threshold, self.threshold)
         glyph_work = 0.0 if self.glyph is None else self.glyph.work
         runs = 1.0 + looks + checks * glyph_work
-        return Detections(tuple(suppress(kept)), runs, frame)
+        return Detections(tuple(suppress(kept)), runs, frame, tuple(clutter))
 
     def confirmer(self, image: ImageBGR) -> Confirmer | None:
         """The card's checks of ``image``'s detections; ``None`` when it has none.

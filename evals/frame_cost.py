@@ -80,10 +80,10 @@ def run_clip(
     for i, frame in enumerate(frames):
         t = i / FPS
         started = time.perf_counter()
-        found = detector.detect_in(frame, focus.context()) if focused else detector.detect(frame)
+        found = detector.detect_in(frame, focus.context(t)) if focused else detector.detect(frame)
         confirm = detector.confirmer(frame)
         update = voter.update(found, t, confirm)
-        focus.update(update)
+        focus.update(update, found)
         cost.frame_ms.append((time.perf_counter() - started) * 1000)
         cost.network_ms.append(network_ms(detector, frame))
         cost.runs.append(found.runs + (0.0 if confirm is None else confirm.runs))

@@ -43,6 +43,7 @@ def to_received(detections: Detections, scale: float, frame: FrameSize) -> Detec
         tuple(Detection(d.label, d.score, _scaled(d.box, 1 / scale)) for d in detections),
         detections.runs,
         frame,
+        tuple(dataclasses.replace(c, box=_scaled(c.box, 1 / scale)) for c in detections.clutter),
     )
 
 

@@ -1,7 +1,8 @@
-"""What a session tells its detector before each frame: what the vote has already settled.
+"""What a session tells its detector before each frame: what earlier frames settled.
 
 A second look costs a network run per close-up. A track the vote has recognized
-needs none while the first look alone scores it at the threshold
+needs none while the first look alone scores it at the threshold, and a candidate
+whose close-ups saw nothing like it a moment ago needs none again yet
 (:meth:`detectors.onnx_detector.OnnxDetector.detect_in`). The session keeps that
 knowledge here, as plain data, and hands it to the detector as a
 :class:`~detectors.core.FrameContext`.
@@ -9,9 +10,10 @@ knowledge here, as plain data, and hands it to the detector as a
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
-from detectors.core import Box, FrameContext
+from detectors.core import Box, Clutter, Detections, FrameContext
 from voting.core import VoteUpdate
 
 
@@ -21,16 +23,22 @@ class Focus:
 
     recognized: dict[int, tuple[str, Box]] = field(default_factory=dict)
     """Track id -> label and latest box of each track recognized and not lost."""
+    clutter: tuple[Clutter, ...] = ()
+    """What the last frame's close-ups found to be clutter (:attr:`Detections.clutter`)."""
 
-    def context(self, scale: float = 1.0) -> FrameContext:
-        """The context of the next frame, whose detector sees it ``scale`` times the size
-        received."""
+    def context(self, t: float, scale: float = 1.0) -> FrameContext:
+        """The context of the next frame, at media time ``t``, whose detector sees it
+        ``scale`` times the size received."""
         return FrameContext(
-            tuple((label, _scaled(box, scale)) for label, box in self.recognized.values())
+            t,
+            tuple((label, _scaled(box, scale)) for label, box in self.recognized.values()),
+            tuple(dataclasses.replace(c, box=_scaled(c.box, scale)) for c in self.clutter),
         )
 
-    def update(self, update: VoteUpdate) -> None:
-        """Take in what the vote made of a frame (boxes as received)."""
+    def update(self, update: VoteUpdate, found: Detections) -> None:
+        """Take in what the detector found in a frame and what the vote made of it (boxes
+        as received)."""
+        self.clutter = found.clutter
         for event in update.events:
             if event.event == "lost":
                 self.recognized.pop(event.track, None)

@@ -416,12 +416,12 @@ class Session:
         if self._focusing is None:
             found = self.detector.detect(view)
         else:
-            found = self._focusing.detect_in(view, self._focus.context(scale))
+            found = self._focusing.detect_in(view, self._focus.context(pending.t, scale))
         detections = to_received(found, scale, (width, height))
         own = None if self._checker is None else self._checker.confirmer(view)
         confirm = None if own is None else confirm_received(own, scale)
         update = self.voter.update(detections, pending.t, confirm)
-        self._focus.update(update)
+        self._focus.update(update, detections)
         runs = detections.runs + (0.0 if confirm is None else confirm.runs)
         return ProcessedFrame(pending, width, height, update, runs, time.perf_counter() - started)
 

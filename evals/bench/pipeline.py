@@ -127,10 +127,10 @@ def pipeline_rows(
                     detector.candidate_threshold,
                 )  # fmt: skip
                 laps.lap("output decode (peaks, NMS)")
-                detections = detector.second_looks(image, candidates, focus.context())
+                detections = detector.second_looks(image, candidates, focus.context(i / FPS))
                 laps.lap("second look (zoom)")
                 update = voter.update(detections, i / FPS, detector.confirmer(image))
-                focus.update(update)
+                focus.update(update, detections)
                 laps.lap("voting (balanced)")
                 json.dumps(frame_message([d.to_json() for d in update.detections], i))
                 laps.lap("JSON message")

@@ -1,10 +1,11 @@
-"""The second look spends on a recognized track only what keeps it (detect_in)."""
+"""The second look spends on a recognized track only what keeps it, and nothing on clutter it
+just saw through (detect_in)."""
 
 import pytest
 
 from detectors.card import find_card
-from detectors.close_ups import on_recognized_track
-from detectors.core import Detection, FrameContext
+from detectors.close_ups import CLUTTER_KEPT_S, known_clutter, on_recognized_track
+from detectors.core import Clutter, Detection, FrameContext
 from detectors.onnx_detector import OnnxDetector
 from detectors.synth.scenes import make_clip
 
@@ -25,7 +26,7 @@ FAR = (300.0, 300.0, 340.0, 340.0)
 def test_a_candidate_lies_on_a_recognized_track_of_its_label_that_it_overlaps(
     recognized: tuple[tuple[str, tuple[float, ...]], ...], expected: bool
 ) -> None:
-    context = FrameContext(recognized)  # type: ignore[arg-type]
+    context = FrameContext(recognized=recognized)  # type: ignore[arg-type]
     assert on_recognized_track(FU, context) is expected
 
 
@@ -46,7 +47,7 @@ def test_a_recognized_fu_the_first_look_scores_high_gets_no_close_up(
     frame = make_clip(5, n_frames=1).frames[0]
     (first,) = [c for c in detector.network.look(frame, 0.5)]
     assert first.score >= detector.threshold
-    told = detector.detect_in(frame, FrameContext((("fu", first.box),)))
+    told = detector.detect_in(frame, FrameContext(recognized=(("fu", first.box),)))
     assert told.items == (first,) and told.runs == 1
 
 
@@ -58,6 +59,43 @@ def test_a_recognized_fu_the_first_look_scores_low_gets_close_ups_until_one_keep
     # A threshold just over the first look's score: only a close-up keeps the track.
     strict = OnnxDetector(detector.card, threshold=first.score + 0.01)
     plain = strict.detect(frame)
-    told = strict.detect_in(frame, FrameContext((("fu", first.box),)))
+    told = strict.detect_in(frame, FrameContext(recognized=(("fu", first.box),)))
     (kept,) = told.items
     assert kept.score >= strict.threshold and told.runs == 2 < plain.runs == 3
+
+
+SEEN = Clutter("fu", FU.box, 0.2, 1.0)  # close-ups saw nothing like 福 at t = 1.0
+
+
+@pytest.mark.parametrize(
+    ("candidate", "t", "skipped"),
+    [
+        (Detection("fu", 0.2, FU.box), 1.2, True),
+        (Detection("fu", 0.29, NEAR), 1.2, True),  # the same, scored a little higher
+        (Detection("fu", 0.31, FU.box), 1.2, False),  # scored 0.1 higher: looked at again
+        (Detection("fu", 0.2, FU.box), 1.0 + CLUTTER_KEPT_S, False),  # a moment has passed
+        (Detection("fu", 0.2, FU.box), 0.9, False),  # another stream's time, or a reset
+        (Detection("fu", 0.2, FAR), 1.2, False),  # elsewhere
+        (Detection("poster", 0.2, FU.box), 1.2, False),  # another label
+    ],
+)
+def test_clutter_is_skipped_for_a_moment_unless_the_first_look_scores_it_higher(
+    candidate: Detection, t: float, skipped: bool
+) -> None:
+    found = known_clutter(candidate, FrameContext(t=t, clutter=(SEEN,)))
+    assert (found == SEEN) is skipped
+
+
+def test_a_candidate_its_close_ups_see_nothing_in_is_skipped_on_the_next_frames(
+    detector: OnnxDetector,
+) -> None:
+    frame = make_clip(103, n_frames=1, content="empty").frames[0]  # one candidate, at 0.16
+    first = detector.detect_in(frame, FrameContext(t=1.0))
+    assert first.items == () and first.runs == 3  # two close-ups saw nothing
+    (clutter,) = first.clutter
+    assert (clutter.t, clutter.score) == (1.0, pytest.approx(0.16, abs=0.01))
+    later = detector.detect_in(frame, FrameContext(t=1.2, clutter=first.clutter))
+    assert later.items == () and later.runs == 1 and later.clutter == first.clutter
+    again = detector.detect_in(frame, FrameContext(t=1.0 + CLUTTER_KEPT_S, clutter=first.clutter))
+    assert again.runs == 3 and again.clutter[0].t == 1.0 + CLUTTER_KEPT_S
+    assert detector.detect(frame).clutter == ()  # told nothing, it remembers nothing

@@ -122,10 +122,10 @@ def test_a_candidate_as_big_as_the_frame_keeps_its_first_score() -> None:
     frame = np.zeros((480, 640, 3), np.uint8)
     whole = Detection("fu", 0.9, (100.0, 0.0, 540.0, 480.0))
     assert close_ups(detector).region(frame, whole, min_zoom=1.0) is None
-    assert close_ups(detector).best(frame, whole, []) == (whole, 0)
+    assert close_ups(detector).best(frame, whole, []) == (whole, 0, True)
     # under the lowest close-up score kept (the threshold, or the rescue's): dropped
     weak = Detection("fu", close_ups(detector).floor - 0.05, (100.0, 0.0, 540.0, 480.0))
-    assert close_ups(detector).best(frame, weak, []) == (None, 0)
+    assert close_ups(detector).best(frame, weak, []) == (None, 0, True)
 
 
 def test_a_candidate_on_a_blank_close_up_is_dropped() -> None:
@@ -134,7 +134,7 @@ def test_a_candidate_on_a_blank_close_up_is_dropped() -> None:
     candidate = Detection("fu", 0.95, (300, 220, 340, 260))
     region = close_ups(detector).region(frame, candidate, min_zoom=1.0)
     assert region is not None
-    assert close_ups(detector).best(frame, candidate, [region]) == (None, 1)
+    assert close_ups(detector).best(frame, candidate, [region])[:2] == (None, 1)
 
 
 def test_detections_count_the_network_runs_of_both_looks() -> None:
@@ -236,7 +236,7 @@ def test_the_best_close_up_decides_and_each_is_charged() -> None:
     regions = close_ups(detector).regions(frame, candidate)
     assert len(regions) == 3
     each = [close_ups(detector).best(frame, candidate, [region])[0] for region in regions]
-    best, looked = close_ups(detector).best(frame, candidate, regions)
+    best, looked, _ = close_ups(detector).best(frame, candidate, regions)
     assert best is not None and looked == 3
     assert best == max((d for d in each if d is not None), key=lambda d: d.score)
     assert detector.detect(frame).runs == 1 + 3 * len(
