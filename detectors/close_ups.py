@@ -26,6 +26,11 @@ from detectors.views import view, within
 ZOOM_MATCH_IOU = 0.3
 """A close-up detection confirms a candidate if their boxes overlap at least this much."""
 MIN_CROP_SIDE = 8
+KEPT_TRACK_MARGIN = 0.3
+"""A candidate on a track the vote has recognized that the first look scores at most this
+much under the threshold is kept, at the threshold, without close-ups: the vote needs only its
+weakest "福" to keep a track, and nothing the first look still sees where a recognized 福 is
+can make it recognize anything again."""
 CLUTTER_KEPT_S = 0.5
 """Media seconds for which a candidate found to be clutter (:func:`known_clutter`) gets no
 close-ups: clutter the camera holds in view is looked at twice a second, not every frame."""
@@ -118,6 +123,22 @@ def known_clutter(candidate: Detection, context: FrameContext) -> Clutter | None
         ):
             return clutter
     return None
+
+
+def unexamined_clutter(context: FrameContext, examined: Sequence[Detection]) -> list[Clutter]:
+    """The clutter of ``context`` still within :data:`CLUTTER_KEPT_S` that no candidate of
+    ``examined`` stands on (the same label, :data:`SAME_CANDIDATE_IOU`): kept for the next
+    frame, so that clutter the first look ranks below ``zoom.max_candidates`` for a frame is
+    not looked at again as soon as it is back among them."""
+    return [
+        clutter
+        for clutter in context.clutter
+        if 0 <= context.t - clutter.t < CLUTTER_KEPT_S
+        and not any(
+            d.label == clutter.label and iou(d.box, clutter.box) >= SAME_CANDIDATE_IOU
+            for d in examined
+        )
+    ]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -95,8 +95,9 @@ class Detections:
     """Size of the frame the boxes are in (``None``: unknown), so that a voter can tell a
     box cut by the frame's edge (:func:`touches_edge`)."""
     clutter: tuple[Clutter, ...] = ()
-    """The clutter this frame's close-ups found or still skipped, for the next frame's
-    :class:`FrameContext` (a detector told no context: none)."""
+    """The clutter this frame's close-ups found, still skipped, or did not meet (no candidate
+    stood on it), for the next frame's :class:`FrameContext` (a detector told no context:
+    none)."""
 
     def __iter__(self) -> Iterator[Detection]:
         return iter(self.items)

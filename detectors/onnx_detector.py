@@ -12,8 +12,16 @@ is sure of (:meth:`detectors.glyph_check.GlyphCheck.rescued`).
 
 from __future__ import annotations
 
+import dataclasses
+
 from detectors.card import ModelCard, find_card
-from detectors.close_ups import CloseUps, known_clutter, on_recognized_track
+from detectors.close_ups import (
+    KEPT_TRACK_MARGIN,
+    CloseUps,
+    known_clutter,
+    on_recognized_track,
+    unexamined_clutter,
+)
 from detectors.core import (
     Clutter,
     Confirmer,
@@ -75,8 +83,10 @@ class OnnxDetector:
     def detect_in(self, image: ImageBGR, context: FrameContext) -> Detections:
         """:meth:`detect`, with no more close-ups for a candidate on a track the vote has
         recognized (:func:`detectors.close_ups.on_recognized_track`) than keep the track: none
-        if the first look alone scores it at the threshold (it is reported as the first look
-        saw it), else close-ups up to the first that scores the threshold. A candidate whose
+        if the first look alone scores it at the threshold or at most
+        :data:`~detectors.close_ups.KEPT_TRACK_MARGIN` under it (reported at the threshold at
+        least, with the first look's box), else close-ups up to the first that scores the
+        threshold. A candidate whose
         close-ups saw nothing like it a moment ago (:func:`detectors.close_ups.known_clutter`)
         gets none and is dropped; :attr:`Detections.clutter` says what the next frame skips."""
         require_bgr_image(image)
@@ -96,10 +106,12 @@ class OnnxDetector:
         kept: list[Detection] = []
         clutter: list[Clutter] = []
         looks = 0
-        for candidate in candidates[: close_ups.zoom.max_candidates]:
+        examined = candidates[: close_ups.zoom.max_candidates]
+        for candidate in examined:
             kept_track = context is not None and on_recognized_track(candidate, context)
-            if kept_track and candidate.score >= self.threshold:
-                kept.append(candidate)
+            if kept_track and candidate.score >= self.threshold - KEPT_TRACK_MARGIN:
+                score = max(candidate.score, self.threshold)
+                kept.append(dataclasses.replace(candidate, score=score))
                 continue
             known = None if context is None or kept_track else known_clutter(candidate, context)
             if known is not None:
@@ -113,6 +125,8 @@ class OnnxDetector:
                 kept.append(seen)
             elif context is not None and not anything:
                 clutter.append(Clutter(candidate.label, candidate.box, candidate.score, context.t))
+        if context is not None:
+            clutter.extend(unexamined_clutter(context, examined))
         checks = 0
         if self.glyph is not None:  # the threshold is the card's, as eval-model's curve needs
             kept, checks = self.glyph.rescued(image, kept, self.card.threshold, self.threshold)

@@ -1,7 +1,7 @@
 """What a session tells its detector before each frame: what earlier frames settled.
 
 A second look costs a network run per close-up. A track the vote has recognized
-needs none while the first look alone scores it at the threshold, and a candidate
+needs none while the first look alone scores it near the threshold, and a candidate
 whose close-ups saw nothing like it a moment ago needs none again yet
 (:meth:`detectors.onnx_detector.OnnxDetector.detect_in`). The session keeps that
 knowledge here, as plain data, and hands it to the detector as a

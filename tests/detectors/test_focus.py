@@ -1,10 +1,18 @@
 """The second look spends on a recognized track only what keeps it, and nothing on clutter it
 just saw through (detect_in)."""
 
+import dataclasses
+
 import pytest
 
 from detectors.card import find_card
-from detectors.close_ups import CLUTTER_KEPT_S, known_clutter, on_recognized_track
+from detectors.close_ups import (
+    CLUTTER_KEPT_S,
+    KEPT_TRACK_MARGIN,
+    known_clutter,
+    on_recognized_track,
+    unexamined_clutter,
+)
 from detectors.core import Clutter, Detection, FrameContext
 from detectors.onnx_detector import OnnxDetector
 from detectors.synth.scenes import make_clip
@@ -51,17 +59,28 @@ def test_a_recognized_fu_the_first_look_scores_high_gets_no_close_up(
     assert told.items == (first,) and told.runs == 1
 
 
+def test_a_recognized_fu_the_first_look_scores_a_little_low_is_kept_at_the_threshold(
+    detector: OnnxDetector,
+) -> None:
+    frame = make_clip(5, n_frames=1).frames[0]
+    (first,) = [c for c in detector.network.look(frame, 0.5)]
+    # A threshold just over the first look's score: within the margin, kept without a close-up.
+    strict = OnnxDetector(detector.card, threshold=first.score + 0.01)
+    told = strict.detect_in(frame, FrameContext(recognized=(("fu", first.box),)))
+    assert told.items == (dataclasses.replace(first, score=strict.threshold),)
+    assert told.runs == 1
+
+
 def test_a_recognized_fu_the_first_look_scores_low_gets_close_ups_until_one_keeps_it(
     detector: OnnxDetector,
 ) -> None:
     frame = make_clip(5, n_frames=1).frames[0]  # close-ups at both shares, the first confirms
     (first,) = [c for c in detector.network.look(frame, 0.5)]
-    # A threshold just over the first look's score: only a close-up keeps the track.
-    strict = OnnxDetector(detector.card, threshold=first.score + 0.01)
-    plain = strict.detect(frame)
-    told = strict.detect_in(frame, FrameContext(recognized=(("fu", first.box),)))
+    low = dataclasses.replace(first, score=detector.threshold - KEPT_TRACK_MARGIN - 0.01)
+    plain = detector.second_looks(frame, [low])
+    told = detector.second_looks(frame, [low], FrameContext(recognized=(("fu", first.box),)))
     (kept,) = told.items
-    assert kept.score >= strict.threshold and told.runs == 2 < plain.runs == 3
+    assert kept.score >= detector.threshold and told.runs == 2 < plain.runs == 3
 
 
 SEEN = Clutter("fu", FU.box, 0.2, 1.0)  # close-ups saw nothing like 福 at t = 1.0
@@ -86,6 +105,24 @@ def test_clutter_is_skipped_for_a_moment_unless_the_first_look_scores_it_higher(
     assert (found == SEEN) is skipped
 
 
+@pytest.mark.parametrize(
+    ("examined", "t", "kept"),
+    [
+        ((), 1.2, True),  # ranked below the candidates examined this frame
+        ((Detection("fu", 0.5, FAR),), 1.2, True),  # others examined
+        ((Detection("poster", 0.2, NEAR),), 1.2, True),  # another label
+        ((Detection("fu", 0.2, NEAR),), 1.2, False),  # examined: its verdict is this frame's
+        ((), 1.0 + CLUTTER_KEPT_S, False),  # a moment has passed
+        ((), 0.9, False),  # another stream's time, or a reset
+    ],
+)
+def test_clutter_no_candidate_stands_on_is_remembered_for_its_moment(
+    examined: tuple[Detection, ...], t: float, kept: bool
+) -> None:
+    context = FrameContext(t=t, clutter=(SEEN,))
+    assert unexamined_clutter(context, examined) == ([SEEN] if kept else [])
+
+
 def test_a_candidate_its_close_ups_see_nothing_in_is_skipped_on_the_next_frames(
     detector: OnnxDetector,
 ) -> None:
@@ -98,4 +135,7 @@ def test_a_candidate_its_close_ups_see_nothing_in_is_skipped_on_the_next_frames(
     assert later.items == () and later.runs == 1 and later.clutter == first.clutter
     again = detector.detect_in(frame, FrameContext(t=1.0 + CLUTTER_KEPT_S, clutter=first.clutter))
     assert again.runs == 3 and again.clutter[0].t == 1.0 + CLUTTER_KEPT_S
+    elsewhere = Clutter("fu", FAR, 0.2, 1.0)  # clutter the first look ranks out of view
+    carried = detector.detect_in(frame, FrameContext(t=1.2, clutter=(*first.clutter, elsewhere)))
+    assert carried.clutter == (*first.clutter, elsewhere)
     assert detector.detect(frame).clutter == ()  # told nothing, it remembers nothing
