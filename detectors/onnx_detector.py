@@ -86,9 +86,9 @@ class OnnxDetector:
         if the first look alone scores it at the threshold or at most
         :data:`~detectors.close_ups.KEPT_TRACK_MARGIN` under it (reported at the threshold at
         least, with the first look's box), else close-ups up to the first that scores the
-        threshold. A candidate whose
-        close-ups saw nothing like it a moment ago (:func:`detectors.close_ups.known_clutter`)
-        gets none and is dropped; :attr:`Detections.clutter` says what the next frame skips."""
+        threshold. A candidate whose close-ups saw nothing like it a moment ago
+        (:func:`detectors.close_ups.known_clutter`) gets none and is dropped;
+        :attr:`Detections.clutter` says what the next frame skips."""
         require_bgr_image(image)
         candidates = self.network.look(image, self.candidate_threshold)
         return self.second_looks(image, candidates, context)
