@@ -31,9 +31,9 @@ KEPT_TRACK_MARGIN = 0.3
 much under the threshold is kept, at the threshold, without close-ups: the vote needs only its
 weakest "福" to keep a track, and nothing the first look still sees where a recognized 福 is
 can make it recognize anything again."""
-CLUTTER_KEPT_S = 0.5
+CLUTTER_KEPT_S = 1.0
 """Media seconds for which a candidate found to be clutter (:func:`known_clutter`) gets no
-close-ups: clutter the camera holds in view is looked at twice a second, not every frame."""
+close-ups: clutter the camera holds in view is looked at once a second, not every frame."""
 SAME_CANDIDATE_IOU = 0.5
 """A candidate is the one found to be clutter if their boxes overlap this much..."""
 CLUTTER_RISE = 0.1
