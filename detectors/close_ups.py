@@ -111,15 +111,25 @@ def on_recognized_track(candidate: Detection, context: FrameContext) -> bool:
     )
 
 
+def _kept(clutter: Clutter, t: float) -> bool:
+    """Whether ``clutter`` was found less than :data:`CLUTTER_KEPT_S` before ``t``."""
+    return 0 <= t - clutter.t < CLUTTER_KEPT_S
+
+
+def _stands_on(candidate: Detection, clutter: Clutter) -> bool:
+    """Whether ``candidate`` is where ``clutter`` was found (:data:`SAME_CANDIDATE_IOU`)."""
+    same_place = iou(clutter.box, candidate.box) >= SAME_CANDIDATE_IOU
+    return candidate.label == clutter.label and same_place
+
+
 def known_clutter(candidate: Detection, context: FrameContext) -> Clutter | None:
     """The clutter of ``context`` that ``candidate`` still is (:data:`CLUTTER_KEPT_S`,
     :data:`SAME_CANDIDATE_IOU`, :data:`CLUTTER_RISE`); ``None``: it gets its close-ups."""
     for clutter in context.clutter:
         if (
-            clutter.label == candidate.label
-            and 0 <= context.t - clutter.t < CLUTTER_KEPT_S
+            _kept(clutter, context.t)
+            and _stands_on(candidate, clutter)
             and candidate.score < clutter.score + CLUTTER_RISE
-            and iou(clutter.box, candidate.box) >= SAME_CANDIDATE_IOU
         ):
             return clutter
     return None
@@ -127,17 +137,13 @@ def known_clutter(candidate: Detection, context: FrameContext) -> Clutter | None
 
 def unexamined_clutter(context: FrameContext, examined: Sequence[Detection]) -> list[Clutter]:
     """The clutter of ``context`` still within :data:`CLUTTER_KEPT_S` that no candidate of
-    ``examined`` stands on (the same label, :data:`SAME_CANDIDATE_IOU`): kept for the next
-    frame, so that clutter the first look ranks below ``zoom.max_candidates`` for a frame is
-    not looked at again as soon as it is back among them."""
+    ``examined`` stands on: kept for the next frame, so that clutter the first look ranks below
+    ``zoom.max_candidates`` for a frame is not looked at again as soon as it is back among
+    them."""
     return [
         clutter
         for clutter in context.clutter
-        if 0 <= context.t - clutter.t < CLUTTER_KEPT_S
-        and not any(
-            d.label == clutter.label and iou(d.box, clutter.box) >= SAME_CANDIDATE_IOU
-            for d in examined
-        )
+        if _kept(clutter, context.t) and not any(_stands_on(d, clutter) for d in examined)
     ]
 
 
