@@ -19,7 +19,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from detectors.card import ZoomSpec
-from detectors.core import Box, Clutter, Detection, FrameContext, ImageBGR, Region, iou
+from detectors.core import (
+    Box,
+    Clutter,
+    Detection,
+    FrameContext,
+    ImageBGR,
+    Region,
+    iou,
+    scaled_box,
+)
 from detectors.network import Network, inside
 from detectors.views import view, within
 
@@ -91,10 +100,6 @@ def _view_size(box: Box, fill: float, aspect: float, least: float = 0.0) -> tupl
 
 def _shifted(box: Box, dx: float, dy: float) -> Box:
     return (box[0] + dx, box[1] + dy, box[2] + dx, box[3] + dy)
-
-
-def _scaled(box: Box, scale: float) -> Box:
-    return (box[0] * scale, box[1] * scale, box[2] * scale, box[3] * scale)
 
 
 def _turned(box: Box, width: int, height: int) -> Box:
@@ -264,7 +269,7 @@ class CloseUps:
         scale = min(1.0, self.network.spec.height / (y1 - y0)) if outside else 1.0
         crop = view(image, region, self.network.spec.pad_value, scale)
         crop_h, crop_w = crop.shape[:2]
-        near = _scaled(_shifted(candidate.box, -x0, -y0), scale)
+        near = scaled_box(_shifted(candidate.box, -x0, -y0), scale)
         if turned:
             crop = np.ascontiguousarray(crop[::-1, ::-1])
             near = _turned(near, crop_w, crop_h)
@@ -272,6 +277,6 @@ class CloseUps:
         for d in self.network.look(crop, min_score):
             if d.label == candidate.label and iou(d.box, near) >= ZOOM_MATCH_IOU:
                 box = _turned(d.box, crop_w, crop_h) if turned else d.box
-                box = inside(_shifted(_scaled(box, 1 / scale), x0, y0), width, height)
+                box = inside(_shifted(scaled_box(box, 1 / scale), x0, y0), width, height)
                 found.append(Detection(d.label, d.score, box))
         return found

@@ -70,6 +70,10 @@ class Clutter:
     t: float
     """Media time of the frame the close-ups were taken on."""
 
+    def scaled(self, factor: float) -> Clutter:
+        """The same clutter in a frame ``factor`` times the size."""
+        return dataclasses.replace(self, box=scaled_box(self.box, factor))
+
 
 @dataclass(frozen=True, slots=True)
 class FrameContext:
@@ -204,6 +208,11 @@ class FocusingDetector(Detector, Protocol):
 
 def rounded_box(box: Box) -> list[float]:
     return [round(v, 1) for v in box]
+
+
+def scaled_box(box: Box, factor: float) -> Box:
+    """``box`` in a frame ``factor`` times the size."""
+    return (box[0] * factor, box[1] * factor, box[2] * factor, box[3] * factor)
 
 
 def iou(a: Box, b: Box) -> float:

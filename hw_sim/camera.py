@@ -11,7 +11,7 @@ import dataclasses
 import cv2
 import numpy as np
 
-from detectors.core import Box, Confirmer, Detection, Detections, FrameSize, ImageBGR
+from detectors.core import Confirmer, Detection, Detections, FrameSize, ImageBGR, scaled_box
 from hw_sim.profiles import DeviceProfile
 
 
@@ -40,10 +40,10 @@ def to_received(detections: Detections, scale: float, frame: FrameSize) -> Detec
     if scale == 1.0 and detections.frame == frame:
         return detections
     return Detections(
-        tuple(Detection(d.label, d.score, _scaled(d.box, 1 / scale)) for d in detections),
+        tuple(Detection(d.label, d.score, scaled_box(d.box, 1 / scale)) for d in detections),
         detections.runs,
         frame,
-        tuple(dataclasses.replace(c, box=_scaled(c.box, 1 / scale)) for c in detections.clutter),
+        tuple(c.scaled(1 / scale) for c in detections.clutter),
     )
 
 
@@ -54,10 +54,6 @@ def confirm_received(confirmer: Confirmer, scale: float) -> Confirmer:
         return confirmer
 
     def check(d: Detection) -> float:
-        return confirmer.check(Detection(d.label, d.score, _scaled(d.box, scale)))
+        return confirmer.check(Detection(d.label, d.score, scaled_box(d.box, scale)))
 
     return dataclasses.replace(confirmer, check=check)
-
-
-def _scaled(box: Box, factor: float) -> Box:
-    return (box[0] * factor, box[1] * factor, box[2] * factor, box[3] * factor)

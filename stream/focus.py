@@ -10,10 +10,9 @@ knowledge here, as plain data, and hands it to the detector as a
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
-from detectors.core import Box, Clutter, Detections, FrameContext
+from detectors.core import Box, Clutter, Detections, FrameContext, scaled_box
 from voting.core import VoteUpdate
 
 
@@ -31,8 +30,8 @@ class Focus:
         ``scale`` times the size received."""
         return FrameContext(
             t,
-            tuple((label, _scaled(box, scale)) for label, box in self.recognized.values()),
-            tuple(dataclasses.replace(c, box=_scaled(c.box, scale)) for c in self.clutter),
+            tuple((label, scaled_box(box, scale)) for label, box in self.recognized.values()),
+            tuple(c.scaled(scale) for c in self.clutter),
         )
 
     def update(self, update: VoteUpdate, found: Detections) -> None:
@@ -47,7 +46,3 @@ class Focus:
         for tracked in update.detections:
             if tracked.track in self.recognized:
                 self.recognized[tracked.track] = (tracked.label, tracked.box)
-
-
-def _scaled(box: Box, factor: float) -> Box:
-    return (box[0] * factor, box[1] * factor, box[2] * factor, box[3] * factor)
