@@ -20,13 +20,17 @@ spreads its inference threads over several cores.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from evals.bench.capacity import CapacityRow, capacity_row
 from evals.loadtest import LoadClients, local_server
@@ -38,6 +42,12 @@ PRECISION = 0.1
 """The search stops once the held and the failed step are this close (relative)."""
 LINEAR_SHARE = 0.8
 """The target: capacity grows at least this share of linearly with workers."""
+WARM_UP_S = 3.0
+"""Seconds of one stream a worker before a fresh server's first step, not measured: a
+worker's first frames pay for its model sessions' first runs."""
+DRAIN_TIMEOUT_S = 15.0
+"""The longest a step waits for the sessions of the one before to close: a worker still
+holding them would be handed fewer of the new streams than its share."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +140,8 @@ def find_capacity(
     for workers in counts:
         cores = None if pinning is None else pinning.server(workers)
         with local_server(profile, max_video_kbps, workers, cores) as (url, pid):
+            warm_up = dataclasses.replace(load, duration=WARM_UP_S)
+            step(clients, url, None, warm_up, f"{workers} workers, warm-up", out, workers)
             measure = partial(step, clients, url, pid, load, f"{workers} workers", out)
             streams, row, steps = most_held(measure, round(per_worker * workers))
         found.append(Capacity(workers, streams, row, steps))
@@ -141,16 +153,37 @@ def find_capacity(
     return found
 
 
+def sessions_open(url: str) -> int:
+    """The sessions the server at ``url`` holds now, by its ``/metrics`` (the host's)."""
+    with urllib.request.urlopen(url + "/metrics", timeout=5.0) as response:
+        text = response.read().decode()
+    families = text_string_to_metric_families(text)
+    held = (s.value for f in families if f.name == "fuscan_sessions" for s in f.samples)
+    return round(sum(held))
+
+
+def wait_drained(url: str, timeout: float = DRAIN_TIMEOUT_S) -> int:
+    """Wait until the server at ``url`` holds no session (at most ``timeout`` s); the
+    sessions still open then."""
+    deadline = time.monotonic() + timeout
+    while (left := sessions_open(url)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
 def step(
     clients: LoadClients,
     url: str,
-    pid: int,
+    pid: int | None,
     load: Load,
     name: str,
     out: Callable[[str], None],
     n: int,
 ) -> CapacityRow:
-    """``n`` streams of ``load`` against the server at ``url``: held or not, and why."""
+    """``n`` streams of ``load`` against the server at ``url`` (``pid``: the process to sample,
+    ``None``: none), once the sessions before have closed: held or not, and why."""
+    if left := wait_drained(url):
+        out(f"  {name}: {left} sessions of the step before still open")
     ws, rtc = (n, 0) if load.transport == "websocket" else (0, n)
     result = clients.measure(
         url, pid, ws, rtc, load.fps, load.duration, 1.0, load.phases, load.clip
@@ -160,10 +193,9 @@ def step(
         f"  {name}, {n} streams: {'held' if row.held else 'not held'} (server p95 "
         f"{row.server_p95:.0f} ms, {100 * row.result_share:.0f}% answered, "
         f"server CPU {row.server_cpu:.0f}% = {row.server_cpu_ms_per_frame:.1f} ms a frame, "
-        f"client CPU {row.client_cpu:.0f}%, "
+        f"busiest process {row.busiest_cpu:.0f}%, client CPU {row.client_cpu:.0f}%, "
         f"load {row.loadavg:.1f})"
     )
-    time.sleep(1.0)  # let the sessions close
     return row
 
 

@@ -265,6 +265,8 @@ class Sample:
     cpu: float
     rss_mib: float
     fds: int
+    busiest: float = 0.0
+    """The most CPU one of the processes used (% of a core): how unevenly workers are loaded."""
 
 
 async def sample_process(pid: int, every: float, stop: float, out: list[Sample]) -> None:
@@ -286,13 +288,14 @@ async def sample_process(pid: int, every: float, stop: float, out: list[Sample])
     begin = time.monotonic()
     while time.monotonic() < stop:
         await asyncio.sleep(min(every, max(0.0, stop - time.monotonic())))
-        cpu = rss = fds = 0.0
+        cpu = rss = fds = busiest = 0.0
         for process in processes():
             with contextlib.suppress(psutil.NoSuchProcess), process.oneshot():
-                cpu += process.cpu_percent()
+                used = process.cpu_percent()
+                cpu, busiest = cpu + used, max(busiest, used)
                 rss += process.memory_info().rss
                 fds += process.num_fds()
-        out.append(Sample(time.monotonic() - begin, cpu, rss / 2**20, int(fds)))
+        out.append(Sample(time.monotonic() - begin, cpu, rss / 2**20, int(fds), busiest))
 
 
 def percentiles(values: list[float]) -> str:

@@ -49,6 +49,7 @@ class CapacityRow:
     server_cpu: float  # median % of one core
     client_cpu: float  # % of one core used by this process (the load generator)
     loadavg: float  # 1-minute load average after the step, everyone's processes included
+    busiest_cpu: float = 0.0  # median % of one core of the server's busiest process
 
     @property
     def server_cpu_ms_per_frame(self) -> float:
@@ -118,6 +119,7 @@ def capacity_row(result: Any, transport: str) -> CapacityRow:
         server_cpu=float(np.median(cpu)) if cpu else 0.0,
         client_cpu=result.client_cpu,
         loadavg=os.getloadavg()[0],
+        busiest_cpu=float(np.median([s.busiest for s in result.samples])) if cpu else 0.0,
     )
 
 

@@ -1,11 +1,22 @@
 """The capacity search: the most streams held, found in few steps."""
 
 import dataclasses
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from evals.bench.capacity import CapacityRow
-from evals.find_capacity import Capacity, Pinning, format_capacity, most_held
+from evals.find_capacity import (
+    Capacity,
+    Pinning,
+    format_capacity,
+    most_held,
+    sessions_open,
+    wait_drained,
+)
 
 HELD = CapacityRow("websocket", 1, 15.0, 1.0, 20, 40, 60, 10, 30, 50, 0.0, 0, 50.0, 20.0, 1.0)
 
@@ -61,3 +72,35 @@ def test_pinning_gives_each_server_the_first_cores_and_the_clients_the_last(
 def test_pinning_more_workers_than_cores_left_for_them_is_an_error():
     with pytest.raises(ValueError, match="need 17 cores; this process may use 16"):
         Pinning.split(1, 2, [1, 15], list(range(16)))
+
+
+@pytest.fixture
+def metrics_url():
+    """A loopback page of the host's metrics as ``serve`` gives them: 2 + 3 sessions open."""
+    registry = CollectorRegistry()
+    sessions = Gauge("fuscan_sessions", "Sessions open now", ["transport"], registry=registry)
+    sessions.labels("websocket").set(2)
+    sessions.labels("webrtc").set(3)
+    page = generate_latest(registry)
+
+    class Metrics(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/metrics" else 404)
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *_):
+            pass
+
+    with ThreadingHTTPServer(("127.0.0.1", 0), Metrics) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+        server.shutdown()
+
+
+def test_a_step_waits_for_the_sessions_before_it_and_says_how_many_stayed(metrics_url):
+    assert sessions_open(metrics_url) == 5
+    started = time.monotonic()
+    assert wait_drained(metrics_url, timeout=0.3) == 5
+    assert time.monotonic() - started >= 0.3

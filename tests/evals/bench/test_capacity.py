@@ -26,11 +26,12 @@ def stream_stats(transport: str, latency: float, server_ms: float, n: int = 30) 
 def test_capacity_rows_judge_server_and_client_latency():
     result = LoadResult(
         [stream_stats("websocket", 0.03, 8.0), stream_stats("webrtc", 0.12, 9.0)],
-        [Sample(1.0, 50.0, 100.0, 20)],
+        [Sample(1.0, 50.0, 100.0, 20, busiest=30.0)],
         duration=2.0,
         client_cpu=10.0,
     )
     ws, rtc = capacity.capacity_row(result, "websocket"), capacity.capacity_row(result, "webrtc")
+    assert (ws.server_cpu, ws.busiest_cpu) == (50.0, 30.0)
     assert ws.held and ws.e2e_held and ws.in_target
     assert rtc.held and not rtc.e2e_held and rtc.in_target  # 120 ms at the client
     slow = capacity.capacity_row(
