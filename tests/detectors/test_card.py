@@ -35,7 +35,8 @@ def test_tuned_fields_are_the_measured_choices_a_card_has(tmp_path: Path) -> Non
     shipped = tuned_fields(MODELS_DIR / "fu_m.fp32.json")
     assert set(shipped) == {*TUNED_FIELDS, "provenance"}
     assert set(shipped["provenance"]) == {"threshold_rule"}  # why, not how it was trained
-    assert shipped["zoom"]["candidates"] == 0.2 and shipped["vote"] == {"confirm_margin": 1}
+    assert shipped["zoom"]["candidates"] == 0.2
+    assert shipped["vote"] == {"confirm_margin": 1, "edge_discount": 0.08}
     bare = tmp_path / "fu_s.int8.json"
     write_card(bare, {"tier": "s", "threshold": 0.7})
     assert tuned_fields(bare) == {"threshold": 0.7}  # only what the card has
@@ -63,9 +64,10 @@ def test_the_shipped_cards_load_and_share_one_glyph_check() -> None:
     assert read_card_fields(MODELS_DIR / GLYPH_CARD)["kind"] == GLYPH_KIND
 
 
-def test_only_the_low_profiles_card_asks_the_vote_for_more() -> None:
-    assert find_card("m", "fp32").vote == {"confirm_margin": 1}
-    assert find_card("l", "int8").vote == {}  # docs/voting.md: nothing for l to remove
+def test_every_card_reads_a_box_at_the_edge_lower_and_only_m_fp32_asks_for_more() -> None:
+    assert {card.vote.get("edge_discount") for card in list_cards()} == {0.08}
+    assert find_card("m", "fp32").vote == {"confirm_margin": 1, "edge_discount": 0.08}
+    assert find_card("l", "int8").vote == {"edge_discount": 0.08}
 
 
 def test_a_rescue_is_the_detector_cards_own() -> None:
