@@ -141,7 +141,7 @@ def find_capacity(
         cores = None if pinning is None else pinning.server(workers)
         with local_server(profile, max_video_kbps, workers, cores) as (url, pid):
             warm_up = dataclasses.replace(load, duration=WARM_UP_S)
-            step(clients, url, None, warm_up, f"{workers} workers, warm-up", out, workers)
+            step(clients, url, None, warm_up, "warm-up", lambda _line: None, workers)
             measure = partial(step, clients, url, pid, load, f"{workers} workers", out)
             streams, row, steps = most_held(measure, round(per_worker * workers))
         found.append(Capacity(workers, streams, row, steps))
