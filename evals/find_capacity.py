@@ -21,16 +21,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import logging
 import os
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-
-from prometheus_client.parser import text_string_to_metric_families
 
 from evals.bench.capacity import CapacityRow, capacity_row
 from evals.loadtest import LoadClients, local_server
@@ -154,12 +154,14 @@ def find_capacity(
 
 
 def sessions_open(url: str) -> int:
-    """The sessions the server at ``url`` holds now, by its ``/metrics`` (the host's)."""
-    with urllib.request.urlopen(url + "/metrics", timeout=5.0) as response:
-        text = response.read().decode()
-    families = text_string_to_metric_families(text)
-    held = (s.value for f in families if f.name == "fuscan_sessions" for s in f.samples)
-    return round(sum(held))
+    """The sessions the server at ``url`` holds now, the host's, as its ``/readyz`` says
+    (503 while full or draining, with the same body)."""
+    try:
+        with urllib.request.urlopen(url + "/readyz", timeout=5.0) as response:
+            body = response.read()
+    except urllib.error.HTTPError as refused:
+        body = refused.read()
+    return int(json.loads(body)["sessions"])
 
 
 def wait_drained(url: str, timeout: float = DRAIN_TIMEOUT_S) -> int:

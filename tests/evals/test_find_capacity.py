@@ -1,12 +1,12 @@
 """The capacity search: the most streams held, found in few steps."""
 
 import dataclasses
+import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from evals.bench.capacity import CapacityRow
 from evals.find_capacity import (
@@ -74,33 +74,29 @@ def test_pinning_more_workers_than_cores_left_for_them_is_an_error():
         Pinning.split(1, 2, [1, 15], list(range(16)))
 
 
-@pytest.fixture
-def metrics_url():
-    """A loopback page of the host's metrics as ``serve`` gives them: 2 + 3 sessions open."""
-    registry = CollectorRegistry()
-    sessions = Gauge("fuscan_sessions", "Sessions open now", ["transport"], registry=registry)
-    sessions.labels("websocket").set(2)
-    sessions.labels("webrtc").set(3)
-    page = generate_latest(registry)
+@pytest.fixture(params=[200, 503])
+def ready_url(request):
+    """A loopback ``/readyz`` as ``serve`` answers it, 5 sessions held (503: at the limit)."""
+    page = json.dumps({"ready": request.param == 200, "sessions": 5, "max_sessions": 5}).encode()
 
-    class Metrics(BaseHTTPRequestHandler):
+    class Ready(BaseHTTPRequestHandler):
         def do_GET(self):
-            self.send_response(200 if self.path == "/metrics" else 404)
+            self.send_response(request.param if self.path == "/readyz" else 404)
             self.end_headers()
             self.wfile.write(page)
 
         def log_message(self, *_):
             pass
 
-    with ThreadingHTTPServer(("127.0.0.1", 0), Metrics) as server:
+    with ThreadingHTTPServer(("127.0.0.1", 0), Ready) as server:
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         yield f"http://127.0.0.1:{server.server_address[1]}"
         server.shutdown()
 
 
-def test_a_step_waits_for_the_sessions_before_it_and_says_how_many_stayed(metrics_url):
-    assert sessions_open(metrics_url) == 5
+def test_a_step_waits_for_the_sessions_before_it_and_says_how_many_stayed(ready_url):
+    assert sessions_open(ready_url) == 5
     started = time.monotonic()
-    assert wait_drained(metrics_url, timeout=0.3) == 5
+    assert wait_drained(ready_url, timeout=0.3) == 5
     assert time.monotonic() - started >= 0.3
