@@ -126,11 +126,11 @@ def test_clutter_no_candidate_stands_on_is_remembered_for_its_moment(
 def test_a_candidate_its_close_ups_see_nothing_in_is_skipped_on_the_next_frames(
     detector: OnnxDetector,
 ) -> None:
-    frame = make_clip(103, n_frames=1, content="empty").frames[0]  # one candidate, at 0.10
+    frame = make_clip(114, n_frames=1, content="empty").frames[0]  # one candidate, at 0.12
     first = detector.detect_in(frame, FrameContext(t=1.0))
     assert first.items == () and first.runs == 3  # two close-ups saw nothing
     (clutter,) = first.clutter
-    assert (clutter.t, clutter.score) == (1.0, pytest.approx(0.10, abs=0.01))
+    assert (clutter.t, clutter.score) == (1.0, pytest.approx(0.12, abs=0.01))
     later = detector.detect_in(frame, FrameContext(t=1.2, clutter=first.clutter))
     assert later.items == () and later.runs == 1 and later.clutter == first.clutter
     again = detector.detect_in(frame, FrameContext(t=1.0 + CLUTTER_KEPT_S, clutter=first.clutter))
