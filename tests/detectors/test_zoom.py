@@ -174,7 +174,7 @@ def test_a_candidate_the_first_look_saw_big_enough_gets_no_close_up_at_fill() ->
     [
         (16, "fu", 0, True),  # a 福 framed big (no close-up at min_zoom 1.5): still checked
         (5, "fu", 0, True),  # a small 福
-        (1843, "fu", 84, False),  # 逼 cut by the bottom edge beside a 福: 0.69 one way up, 0.31 the other
+        (1843, "fu", 84, False),  # 逼 cut by the bottom edge, by a 福: 0.69 one way up, 0.31 turned
         (1815, "negative", 6, False),  # red 逼 on a yellow poster, which the glyph check refuses
     ],
 )
@@ -217,7 +217,7 @@ def with_fills(card: ModelCard, *extra: float) -> OnnxDetector:
 
 def test_a_large_fu_without_a_close_up_at_fill_gets_one_at_a_larger_share() -> None:
     card = without_rescue(find_card("l", "int8"))
-    clip = make_clip(18605, n_frames=1)  # a 倒福 in bare ink on a cup, cut by the bottom edge, 132 px
+    clip = make_clip(18605, n_frames=1)  # a 倒福 in bare ink on a cup, cut at the bottom, 132 px
     frame, truth = clip.frames[0], tuple(clip.boxes[0][0].tolist())
     fill_only, more = with_fills(card).detect(frame), with_fills(card, 0.6).detect(frame)
     assert not any(iou(d.box, truth) >= 0.5 for d in fill_only)
