@@ -131,15 +131,17 @@ def find_capacity(
     max_video_kbps: int | None = None,
     out: Callable[[str], None] = print,
     pinning: Pinning | None = None,
+    pin_workers: bool = False,
 ) -> list[Capacity]:
     """Per worker count, a fresh local server and the most streams of ``load`` it holds
-    (on the cores ``pinning`` gives it, if any)."""
+    (on the cores ``pinning`` gives it, if any; with ``pin_workers``, each worker on its own)."""
     logging.getLogger("aioice").setLevel(logging.WARNING)
     found: list[Capacity] = []
     per_worker = 4.0  # streams a worker holds: a first guess, then the last count's
     for workers in counts:
         cores = None if pinning is None else pinning.server(workers)
-        with local_server(profile, max_video_kbps, workers, cores) as (url, pid):
+        server = local_server(profile, max_video_kbps, workers, cores, pin_workers)
+        with server as (url, pid):
             warm_up = dataclasses.replace(load, duration=WARM_UP_S)
             step(clients, url, None, warm_up, "warm-up", lambda _line: None, workers)
             measure = partial(step, clients, url, pid, load, f"{workers} workers", out)
@@ -237,14 +239,20 @@ def find_capacity_main(args: argparse.Namespace) -> int:
     with LoadClients(args.client_procs) as clients:
         load = Load(args.transport, args.fps, args.duration, args.phases, args.clip)
         found = find_capacity(
-            counts, load, args.profile, clients, args.max_video_kbps, pinning=pinning
+            counts,
+            load,
+            args.profile,
+            clients,
+            args.max_video_kbps,
+            pinning=pinning,
+            pin_workers=args.pin_workers,
         )
     where = (
         f"the same {len(usable)} cores"
         if pinning is None
         else f"cores of their own ({len(pinning.client_cores)}); each server on "
         f"{pinning.per_worker} core(s) a worker"
-    )
+    ) + (", each worker on cores of its own" if args.pin_workers else "")
     print(
         f"\n{args.transport} streams at {args.fps:g} fps held per worker count, "
         f"{args.duration:g} s a step, profile {args.profile!r}, {args.phases} camera phases, "

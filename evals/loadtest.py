@@ -368,12 +368,16 @@ def local_server(
     max_video_kbps: int | None = None,
     workers: int | None = None,
     cores: Collection[int] | None = None,
+    pin_workers: bool = False,
 ) -> Iterator[tuple[str, int]]:
     """A quiet local server on ``profile`` with room for many sessions: (url, pid).
-    ``max_video_kbps``, ``workers``: its ``--max-video-kbps`` and ``--workers`` (``None``: the
-    server's default); ``cores``: the only cores it runs on (``None``: any)."""
+    ``max_video_kbps``, ``workers``, ``pin_workers``: its ``--max-video-kbps``, ``--workers``
+    (``None``: the server's default) and ``--pin-workers``; ``cores``: the only cores it runs
+    on (``None``: any)."""
     limit = [] if max_video_kbps is None else ["--max-video-kbps", str(max_video_kbps)]
     processes = [] if workers is None else ["--workers", str(workers)]
+    if pin_workers:
+        processes.append("--pin-workers")
     with running_server(
         "--profile",
         profile,
@@ -576,6 +580,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "is compared per core (docs/scaling.md)",
     )
     parser.add_argument(
+        "--pin-workers",
+        action="store_true",
+        help="with --find-capacity: start each server with --pin-workers, every worker on "
+        "cores of its own",
+    )
+    parser.add_argument(
         "--client-procs",
         type=positive_int,
         default=1,
@@ -651,9 +661,13 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.cores_per_worker and not args.find_capacity:
-        print("loadtest: --cores-per-worker is for --find-capacity", file=sys.stderr)
-        return 2
+    for given, flag in (
+        (args.cores_per_worker, "--cores-per-worker"),
+        (args.pin_workers, "--pin-workers"),
+    ):
+        if given and not args.find_capacity:
+            print(f"loadtest: {flag} is for --find-capacity", file=sys.stderr)
+            return 2
     if args.find_capacity:
         from evals.find_capacity import find_capacity_main
 

@@ -30,6 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "core it may use, %(default)s here; 1: one process, no parent; docs/scaling.md)",
     )
     parser.add_argument(
+        "--pin-workers",
+        action="store_true",
+        help="run each worker on its own share of the cores it may use, as nginx's "
+        "worker_cpu_affinity: for a host or container whose cores the server owns "
+        "(docs/scaling.md)",
+    )
+    parser.add_argument(
         "--https", action="store_true", help="TLS (self-signed unless --cert/--key): phones on LAN"
     )
     parser.add_argument("--cert", type=Path, help="PEM certificate for --https")
@@ -138,6 +145,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.redis and args.targets:
         raise UsageError("--targets and --redis exclude each other: targets live in one place")
+    if args.pin_workers and args.workers > usable_cores():
+        raise UsageError(
+            f"--pin-workers: {args.workers} workers cannot each have a core of their own: "
+            f"this process may use {usable_cores()}"
+        )
     config = ServerConfig(
         default_profile=args.profile,
         max_sessions=args.max_sessions,
@@ -164,5 +176,6 @@ def run(args: argparse.Namespace) -> int:
         targets=args.targets,
         workers=args.workers,
         redis_url=args.redis,
+        pin_workers=args.pin_workers,
     )
     return 0

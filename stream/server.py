@@ -218,6 +218,7 @@ def serve(
     targets: Path | None = None,
     workers: int = 1,
     redis_url: str | None = None,
+    pin_workers: bool = False,
 ) -> None:
     """Run the server until interrupted. ``https`` uses ``cert``/``key`` or a self-signed pair.
 
@@ -225,8 +226,9 @@ def serve(
     ``redis_url``: targets and per-client session counts live there instead, shared by every
     server given the same URL (:mod:`stream.redis_state`).
     ``workers`` > 1: a parent process holds the port and runs that many worker processes
-    (:func:`serve_workers`). A wrong flag, or an address that cannot be listened on, ends the
-    process with one line on stderr (status 2, as argparse, for a flag; 1 for the address).
+    (:func:`serve_workers`), with ``pin_workers`` each on its own cores. A wrong flag, or an
+    address that cannot be listened on, ends the process with one line on stderr (status 2,
+    as argparse, for a flag; 1 for the address).
     """
     loopback = _check_arguments(host, port, config, cert, key)
     tls = None
@@ -242,7 +244,9 @@ def serve(
             TargetStore(folder)
         except TargetError as exc:
             _exit(f"--targets: {exc}")
-        serve_workers(host, port, config, precision, tls, folder, loopback, workers, redis_url)
+        serve_workers(
+            host, port, config, precision, tls, folder, loopback, workers, redis_url, pin_workers
+        )
         return
     _gather_ice_addresses(config, loopback)
     registry, shared = open_targets(folder, redis_url)
@@ -295,6 +299,7 @@ def serve_workers(
     loopback: bool,
     workers: int,
     redis_url: str | None = None,
+    pin: bool = False,
 ) -> None:
     """The parent of ``workers`` worker processes; returns once they drained after a signal.
 
@@ -303,7 +308,8 @@ def serve_workers(
     its replacement is ready, and after a stop signal the parent stops listening. Limits and metrics
     live in a runtime folder the workers share; a dead worker's slots and live metrics are
     freed before its replacement starts. With ``redis_url`` each worker is a server of the
-    cluster on its own (its own Redis connections and leases).
+    cluster on its own (its own Redis connections and leases). With ``pin``, each worker runs
+    on its own share of the cores (:func:`stream.prefork.worker_cores`).
     """
     listening = _listen_or_exit(host, port)
     bound_port = listening[0].getsockname()[1]
@@ -326,11 +332,14 @@ def serve_workers(
             mark_process_dead(pid, str(runtime / METRICS_DIR))  # type: ignore[no-untyped-call]
 
         dispatcher = Dispatcher(listening, counter.held)
-        supervisor = Supervisor(serve_worker, (spec,), workers, on_exit, WORKER_STOP_S, dispatcher)
+        supervisor = Supervisor(
+            serve_worker, (spec,), workers, on_exit, WORKER_STOP_S, dispatcher, pin
+        )
         try:
             supervisor.start()
             announce(host, bound_port, tls, loopback)
-            print(f"{workers} workers, {threads} inference threads each", flush=True)
+            pinned = ", each on cores of its own" if pin else ""
+            print(f"{workers} workers, {threads} inference threads each{pinned}", flush=True)
             supervisor.run()
         except WorkerStartError as exc:
             _exit(str(exc), status=1)

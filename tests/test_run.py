@@ -1,6 +1,7 @@
 """run.py: the command table, every command's help, and the wiring of ``--profiles``."""
 
 import argparse
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -189,3 +190,28 @@ with contextlib.suppress(SystemExit):
 modules = {path for path, _ in run.COMMANDS.values()} | {"aiortc", "cv2", "onnxruntime"}
 print("\\nIMPORTED", *sorted(modules & set(sys.modules)))
 """
+
+
+@pytest.mark.parametrize(
+    ("flags", "pinned"),
+    [
+        pytest.param(["--workers", "1"], False, id="unpinned-by-default"),
+        pytest.param(["--workers", "1", "--pin-workers"], True, id="pinned"),
+    ],
+)
+def test_serve_pin_workers_reaches_the_server(monkeypatch, flags, pinned):
+    seen = []
+    monkeypatch.setattr(
+        stream.server, "serve", lambda *_, **kwargs: seen.append(kwargs["pin_workers"])
+    )
+    assert run.main(["serve", *flags]) == 0
+    assert seen == [pinned]
+
+
+def test_serve_refuses_to_pin_more_workers_than_cores(monkeypatch, capsys):
+    monkeypatch.setattr(stream.server, "serve", lambda *_, **__: pytest.fail("served"))
+    cores = len(os.sched_getaffinity(0))
+    with pytest.raises(SystemExit) as done:
+        run.main(["serve", "--workers", str(cores + 1), "--pin-workers"])
+    assert done.value.code == 2
+    assert f"--pin-workers: {cores + 1} workers cannot each have a core" in capsys.readouterr().err

@@ -4,8 +4,11 @@ at independent phases unless told not to, and plays a clip it saved or was given
 
 import argparse
 import asyncio
+import contextlib
 import json
 import time
+import types
+from collections.abc import Iterator
 
 import cv2
 import numpy as np
@@ -131,6 +134,7 @@ async def test_a_camera_with_a_phase_starts_its_clock_that_much_later() -> None:
     [
         (["--url", "http://127.0.0.1:9", "--max-video-kbps", "300"], "not with --url"),
         (["--cores-per-worker", "1"], "--cores-per-worker is for --find-capacity"),
+        (["--pin-workers"], "--pin-workers is for --find-capacity"),
         (
             ["--find-capacity", "--workers", "1,4096", "--cores-per-worker", "1"],
             "--cores-per-worker: 4096 workers of 1 cores and 1 client processes need 4097",
@@ -174,3 +178,21 @@ def test_a_clip_it_cannot_read_or_write_is_refused_before_any_server(
 ) -> None:
     assert evals.loadtest.run(loadtest_args(*argv)) == 2
     assert said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("pin_workers", "flags"),
+    [(False, ["--workers", "2"]), (True, ["--workers", "2", "--pin-workers"])],
+)
+def test_the_local_server_gets_the_worker_flags(monkeypatch, pin_workers, flags) -> None:
+    started = []
+
+    @contextlib.contextmanager
+    def running_server(*argv: str, quiet: bool, cores: object) -> Iterator[object]:
+        started.append(list(argv))
+        yield types.SimpleNamespace(url="http://127.0.0.1:9", process=types.SimpleNamespace(pid=1))
+
+    monkeypatch.setattr(evals.loadtest, "running_server", running_server)
+    with evals.loadtest.local_server("host", workers=2, pin_workers=pin_workers) as (url, pid):
+        assert (url, pid) == ("http://127.0.0.1:9", 1)
+    assert started[0][-len(flags) :] == flags

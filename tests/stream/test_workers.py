@@ -21,18 +21,23 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from stream.local_server import LocalServer, start_server, stop_server
+from stream.prefork import usable_cores
 
 MAX_SESSIONS = 6
 PER_CLIENT = 4
 WAIT_S = 60.0
+PINNED = usable_cores() >= 2
+"""The server pins its workers (``--pin-workers``) where each can have a core of its own."""
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
-    """Two workers; the last test of this module stops it with SIGTERM."""
+    """Two workers, each on a core of its own where there are two; the last test of this
+    module stops it with SIGTERM."""
     targets = tmp_path_factory.mktemp("targets")
     running = start_server(
         "--workers", "2",
+        *(["--pin-workers"] if PINNED else []),
         "--targets", str(targets),
         "--max-sessions", str(MAX_SESSIONS),
         "--max-sessions-per-client", str(PER_CLIENT),
@@ -187,6 +192,17 @@ async def test_a_target_registered_through_one_worker_is_recognized_through_the_
         assert frames_seen >= 3
 
 
+def cores_of(pid: int) -> list[int]:
+    return sorted(psutil.Process(pid).cpu_affinity() or [])
+
+
+@pytest.mark.skipif(not PINNED, reason="one core: the workers cannot be pinned apart")
+async def test_pinned_workers_each_run_on_a_core_of_their_own(server):
+    pinned = [cores_of(pid) for pid in workers(server)]
+    assert all(len(cores) == 1 for cores in pinned)
+    assert len({cores[0] for cores in pinned}) == 2
+
+
 async def test_a_killed_worker_is_replaced_and_its_slots_freed(server):
     async with contextlib.AsyncExitStack() as stack:
         opened = [
@@ -194,6 +210,7 @@ async def test_a_killed_worker_is_replaced_and_its_slots_freed(server):
         ]
         holders = [worker_of(server, ws) for ws in opened]
         before, victim = set(workers(server)), holders[0]
+        victim_cores = cores_of(victim)
         os.kill(victim, signal.SIGKILL)
         with pytest.raises(ConnectionClosed):  # its clients see the connection end
             await asyncio.wait_for(opened[0].recv(), WAIT_S)
@@ -206,6 +223,7 @@ async def test_a_killed_worker_is_replaced_and_its_slots_freed(server):
     # The replacement takes sessions of its own once it is ready: of two sessions held at
     # once, the least-loaded choice gives it one at least.
     (replacement,) = set(workers(server)) - before
+    assert cores_of(replacement) == victim_cores  # a pinned worker's slot keeps its cores
     deadline = time.monotonic() + WAIT_S
     while True:
         async with contextlib.AsyncExitStack() as stack:
