@@ -1,6 +1,6 @@
 """Where every millisecond goes: ``python run.py bench`` prints tables (``--json PATH`` too).
 
-    python run.py bench                               # all five sections, about 9 minutes
+    python run.py bench                               # every section
     python run.py bench --only detector,pipeline      # a subset
     python run.py bench --json bench.json             # every number, with the machine
 
@@ -15,13 +15,16 @@ own module of :mod:`evals.bench`:
 2. ``pipeline``: per frame at 640x480 and 1280x720, each server stage (VP8 and
    H.264 decode, JPEG decode, colour conversion, letterbox, inference, output
    decoding, voting, JSON) in ms and as a share of the 15 fps frame interval.
-3. ``capacity``: concurrent 15 fps websocket and WebRTC streams the server
+3. ``frame``: the whole frame against the first look's network (:mod:`evals.frame_cost`).
+4. ``cores``: one frame's CPU in a pinned process while 1, 2, 4, ... such processes run at
+   once (:mod:`evals.bench.cores`): what the host itself adds as workers are added.
+5. ``capacity``: concurrent 15 fps websocket and WebRTC streams the server
    holds (``evals.loadtest`` against a local ``run.py serve``), server-side
    latency (frame arrival to result sent) and streams per core.
-4. ``bitrate``: per VP8 bitrate, RTP packets a frame, decode time and the
+6. ``bitrate``: per VP8 bitrate, RTP packets a frame, decode time and the
    detector's per-frame recall on coded clips against uncoded frames
    (:mod:`evals.bench.bitrate`; what ``serve --max-video-kbps`` rests on).
-5. ``ocr``: the alternative, RapidOCR (``pip install -e '.[bench]'``), on the
+7. ``ocr``: the alternative, RapidOCR (``pip install -e '.[bench]'``), on the
    same generated clips: recall, precision and time per frame, ours vs theirs.
 
 Nothing here asserts a time: these machines are shared. Read medians, the
@@ -50,6 +53,7 @@ from evals.bench.capacity import (
     capacity_summary,
     format_capacity,
 )
+from evals.bench.cores import core_counts, cores_rows, format_cores
 from evals.bench.detector import (
     INT8_SIZES,
     conv_checks,
@@ -69,12 +73,9 @@ from evals.bench.detector import (
 from evals.bench.machine import FPS, FRAME_MS, machine, measure_clock_ghz, peaks
 from evals.bench.ocr import OCR_CONFIGS, format_ocr, labelled_frames, ocr_scores, rapidocr_models
 from evals.bench.pipeline import SIZES, format_pipeline, pipeline_rows, pipeline_totals
-from evals.loadtest import (
-    add_bitrate_argument,
-    add_phases_argument,
-)
+from evals.loadtest import add_bitrate_argument, add_phases_argument, clip_frames
 
-SECTIONS = ("detector", "pipeline", "frame", "capacity", "bitrate", "ocr")
+SECTIONS = ("detector", "pipeline", "frame", "cores", "capacity", "bitrate", "ocr")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -89,6 +90,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--frame-clips", type=int, default=4, help="clips per size/content, frame")
     parser.add_argument(
         "--clock-ghz", type=float, help="core clock for the peaks (default: measured, else nominal)"
+    )
+    parser.add_argument(
+        "--cores",
+        help="processes at once, cores section (default: 1, 2, 4, ... and every usable core)",
+    )
+    parser.add_argument(
+        "--cores-seconds", type=float, default=5.0, help="seconds each step runs, cores section"
+    )
+    parser.add_argument(
+        "--clip", help="video or image folder for the cores section (default: a generated one)"
     )
     parser.add_argument("--ladder", default="1,2,4,6,8,10,12,16", help="stream counts, capacity")
     parser.add_argument(
@@ -195,6 +206,19 @@ def run_bench(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
         out(f"\n## Whole frame vs the first look's network ({tiers[-1]} INT8, 1 thread)\n")
         out(format_rows(rows_f))
         report["frame"] = [asdict(r) | {"ratio": r.ratio, "ratio_p90": r.ratio_p90} for r in rows_f]
+    if "cores" in sections:
+        counts = (
+            [int(n) for n in args.cores.split(",") if n]
+            if args.cores
+            else core_counts(len(os.sched_getaffinity(0)))
+        )
+        rows_k = cores_rows(counts, clip_frames(FPS, args.clip), args.cores_seconds, tiers[-1])
+        out(
+            f"\n## Cores: one frame's CPU while other cores work ({tiers[-1]} INT8, 1 thread, "
+            f"a pinned process a core, {args.cores_seconds:g} s a step)\n"
+        )
+        out(format_cores(rows_k))
+        report["cores"] = [asdict(r) for r in rows_k]
     if "capacity" in sections:
         ladder = [int(n) for n in args.ladder.split(",") if n]
         transports = [t for t in args.transports.split(",") if t]
