@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import queue
 import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
 from multiprocessing.synchronize import Barrier
 from typing import Any
 
@@ -24,6 +26,8 @@ from detectors.core import ImageBGR
 from evals.tables import table
 
 WARM_UP_FRAMES = 5
+START_S = 120.0
+"""Seconds a step's processes may take to load their model, beyond the step itself."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +58,7 @@ def cores_rows(
 
     Raises:
         ValueError: a count exceeds this process's usable cores.
+        RuntimeError: a process ended without a result (its traceback is on stderr).
     """
     cores = sorted(os.sched_getaffinity(0))
     if max(counts) > len(cores):
@@ -71,13 +76,34 @@ def cores_rows(
         ]
         for process in processes:
             process.start()
-        measured: list[tuple[float, int]] = [results.get() for _ in processes]
-        for process in processes:
-            process.join()
+        try:
+            measured = _results(processes, results, time.monotonic() + seconds + START_S)
+        finally:
+            for process in processes:
+                process.kill()  # a no-op for those that ended, as each does once it has reported
+                process.join()
         medians = [ms for ms, _ in measured]
         frames_run = sum(n for _, n in measured)
         rows.append(CoresRow(count, statistics.mean(medians), max(medians), frames_run))
     return rows
+
+
+def _results(
+    processes: Sequence[BaseProcess], results: Any, deadline: float
+) -> list[tuple[float, int]]:
+    """One result from each of ``processes``, or an error as soon as one has failed."""
+    got: list[tuple[float, int]] = []
+    while len(got) < len(processes):
+        try:
+            got.append(results.get(timeout=0.5))
+        except queue.Empty:
+            codes = [p.exitcode for p in processes]
+            if time.monotonic() > deadline or any(code for code in codes):
+                raise RuntimeError(
+                    f"{len(processes)} pinned processes, not every one gave a result: exit "
+                    f"codes {codes}"
+                ) from None
+    return got
 
 
 def _run(

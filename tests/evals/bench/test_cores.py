@@ -53,3 +53,9 @@ def test_the_section_runs_pinned_processes_and_reports_them(tmp_path):
     assert [r["processes"] for r in rows] == counts
     assert all(r["cpu_ms"] > 0 and r["frames"] >= r["processes"] for r in rows)
     assert any("## Cores" in line for line in lines)
+
+
+def test_a_process_that_fails_is_an_error_not_a_wait():
+    frame = np.zeros((120, 160, 3), np.uint8)
+    with pytest.raises(RuntimeError, match="not every one gave a result: exit codes \\[1\\]"):
+        cores_rows([1], [frame], 0.1, tier="no-such-tier")
