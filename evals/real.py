@@ -208,7 +208,11 @@ class ClipOutcome:
     frames: int
     """Processed frames with the 福 in view..."""
     hits: int
-    """...and those with a detection at IoU >= :data:`FRAME_IOU` on it."""
+    """...and those with a detection at IoU >= :data:`FRAME_IOU` on it..."""
+    at_threshold: int
+    """...of which the best scored the model's threshold exactly: a candidate the glyph rescue
+    (or, on a recognized track, the first look) kept at the threshold, the weakest evidence the
+    vote gets from a detection."""
     recognized: bool
     """A ``recognized`` on the 福 (IoU >= ``evals.hw.devices.MATCH_IOU``)."""
     false_events: tuple[float, ...]
@@ -233,7 +237,8 @@ class Evaluator:
             config.precision, models_dir=config.models_dir
         )
         self.options: SessionOptions = SessionOptions(config.profile, config.tier, config.seed)
-        self.pipelines.simulator_for(self.options)  # an unknown profile or tier fails here
+        _, detector = self.pipelines.simulator_for(self.options)  # an unknown one fails here
+        self.threshold = None if detector.model is None else detector.model.threshold
 
     def shutdown(self) -> None:
         self.pipelines.shutdown()
@@ -262,7 +267,7 @@ class Evaluator:
             realtime=False,
         )
         got = score(run)
-        frames, hits = frame_hits(run)
+        frames, hits, at_threshold = frame_hits(run, self.threshold)
         positive = self.images[spec.image].label == "pos"
         lost_at = None
         if positive and not got.found:
@@ -271,6 +276,7 @@ class Evaluator:
             spec,
             frames,
             hits,
+            at_threshold,
             got.found,
             false_recognitions(run, positive),
             got.time_to_recognized,
@@ -337,23 +343,27 @@ def stage_reached(
     return 2 if verdict <= GLYPH_REFUSED else 3
 
 
-def frame_hits(run: ClipRun) -> tuple[int, int]:
-    """Processed frames with a 福 in view, and those with a detection at IoU >=
-    :data:`FRAME_IOU` on it."""
+def frame_hits(run: ClipRun, threshold: float | None) -> tuple[int, int, int]:
+    """Processed frames with a 福 in view, those with a detection at IoU >= :data:`FRAME_IOU` on
+    it, and those whose best such detection scored ``threshold`` (as reported, to 4 places;
+    none without one)."""
     from detectors.core import iou
 
-    frames = hits = 0
+    frames = hits = at_threshold = 0
     for message in run.frames():
         truth = run.clip.boxes[cast(int, message["frame"])].tolist()
         if not truth:
             continue
         frames += 1
-        boxes = [
-            cast(list[float], d["box"]) for d in cast(list[dict[str, Any]], message["detections"])
+        scores = [
+            cast(float, d["score"])
+            for d in cast(list[dict[str, Any]], message["detections"])
+            if any(iou(_box(d["box"]), _box(t)) >= FRAME_IOU for t in truth)
         ]
-        if any(iou(_box(b), _box(t)) >= FRAME_IOU for b in boxes for t in truth):
+        if scores:
             hits += 1
-    return frames, hits
+            at_threshold += threshold is not None and max(scores) == round(threshold, 4)
+    return frames, hits, at_threshold
 
 
 def false_recognitions(run: ClipRun, positive: bool) -> tuple[float, ...]:
@@ -433,6 +443,7 @@ class Tally:
     recognized: int = 0
     frames: int = 0
     hits: int = 0
+    at_threshold: int = 0
     false_events: int = 0
     false_clips: int = 0
     decisions: list[float] = field(default_factory=list)
@@ -448,6 +459,7 @@ class Tally:
         self.recognized += outcome.recognized
         self.frames += outcome.frames
         self.hits += outcome.hits
+        self.at_threshold += outcome.at_threshold
         if outcome.decision_s is not None:
             self.decisions.append(outcome.decision_s)
         if outcome.lost_at is not None:
@@ -473,6 +485,7 @@ class Tally:
             "event_recall": self.event_recall,
             "frames": self.frames,
             "frame_hits": self.hits,
+            "frame_hits_at_threshold": self.at_threshold,
             "frame_recall": self.frame_recall,
             "false_recognitions": self.false_events,
             "clips_with_false_recognitions": self.false_clips,
@@ -590,13 +603,17 @@ def image_table(images: Sequence[RealImage], outcomes: Sequence[ClipOutcome]) ->
 
 def misses_list(images: Sequence[RealImage], outcomes: Sequence[ClipOutcome]) -> str:
     names = dict(zip((i.name for i in images), short_names(images), strict=True))
-    lines = ["missed 福 clips (picture #clip, 倒福, frames with a detection at IoU 0.5, lost at):"]
+    lines = [
+        "missed 福 clips (picture #clip, 倒福, frames with a detection at IoU 0.5, of them at the "
+        "threshold, lost at):"
+    ]
     for o in outcomes:
         if images[o.spec.image].label == "pos" and not o.recognized:
             turned = ", 倒福" if o.spec.turned else ""
             lines.append(
                 f"  {names[images[o.spec.image].name]} #{o.spec.number}{turned}: "
-                f"{o.hits}/{o.frames} frames, lost at {o.lost_at or '-'}"
+                f"{o.hits}/{o.frames} frames, {o.at_threshold} at the threshold, "
+                f"lost at {o.lost_at or '-'}"
             )
     lines.append("false recognitions (picture #clip, 倒福, media times s):")
     for o in outcomes:
@@ -633,6 +650,7 @@ def report_json(
                         "turned": o.spec.turned,
                         "frames": o.frames,
                         "frame_hits": o.hits,
+                        "frame_hits_at_threshold": o.at_threshold,
                         "recognized": o.recognized,
                         "false_recognitions": list(o.false_events),
                         "decision_s": o.decision_s,

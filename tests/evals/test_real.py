@@ -15,7 +15,15 @@ from detectors.card import MODELS_DIR, find_card, read_card_fields, write_card
 from detectors.onnx_detector import OnnxDetector
 from detectors.synth.bank import load_glyphs
 from evals.detectors.evaluate import held_out
-from evals.real import STAGES, ClipSpec, Evaluator, RunConfig, clip_specs, stage_reached
+from evals.real import (
+    STAGES,
+    ClipSpec,
+    Evaluator,
+    RunConfig,
+    clip_specs,
+    frame_hits,
+    stage_reached,
+)
 from evals.real_scenes import RealClip, RealSetError, ink_box, load_set, scene_clip, style_group
 from evals.voting.evaluate import real_source
 from hw_sim import get_profile
@@ -174,8 +182,11 @@ def test_the_report_has_its_rows_and_names_the_stage_of_a_forced_miss(real_dir, 
     assert fu["event_recall"] == 0.0 and fu["lost_at"]["close-up"] == 1
     assert report["overall"]["others (neg/)"]["false_recognitions"] == 0
     assert [image["clips"][0]["lost_at"] for image in report["images"]] == ["close-up", None]
+    assert report["images"][0]["clips"][0]["frame_hits_at_threshold"] == 0
     printed = capsys.readouterr().out
-    assert "pos/fu_black.png #0: 0/" in printed and "lost at close-up" in printed
+    assert (
+        "pos/fu_black.png #0: 0/" in printed and "0 at the threshold, lost at close-up" in printed
+    )
 
 
 @pytest.mark.parametrize(
@@ -204,3 +215,32 @@ def test_eval_voting_clips_of_real_pictures_carry_detections_and_truth(real_dir)
     clip = source("fu", 0)
     assert len(clip.detections) == 15 and len(clip.objects) == 1
     assert not source("empty", 0).objects
+
+
+class _Run:
+    """The parts of a session's run :func:`frame_hits` reads."""
+
+    def __init__(self, truth: list[list[list[float]]], detections: list[list[dict]]) -> None:
+        self.clip = type("Clip", (), {"boxes": [np.array(t) for t in truth]})()
+        self._frames = [{"frame": i, "detections": d} for i, d in enumerate(detections)]
+
+    def frames(self) -> list[dict]:
+        return self._frames
+
+
+@pytest.mark.parametrize(
+    ("threshold", "counted"),
+    [(0.69, (3, 2, 1)), (0.5, (3, 2, 0)), (None, (3, 2, 0))],
+)
+def test_frame_hits_count_the_frames_the_best_detection_held_at_the_threshold(threshold, counted):
+    box, elsewhere = [10.0, 10.0, 50.0, 50.0], [200.0, 200.0, 240.0, 240.0]
+    run = _Run(
+        [[box], [box], [box], []],
+        [
+            [{"box": box, "score": 0.69}, {"box": elsewhere, "score": 0.9}],  # held there
+            [{"box": box, "score": 0.8}, {"box": box, "score": 0.69}],  # the best is above
+            [{"box": elsewhere, "score": 0.69}],  # nothing on the 福
+            [{"box": box, "score": 0.69}],  # no 福 in view
+        ],
+    )
+    assert frame_hits(run, threshold) == counted  # type: ignore[arg-type]
