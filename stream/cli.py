@@ -8,7 +8,7 @@ from pathlib import Path
 
 from stream.admission import ServerConfig
 from stream.cli_types import UsageError, non_negative_int, positive_int, positive_number
-from stream.prefork import usable_cores
+from stream.prefork import usable_cores, worker_cores
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -145,11 +145,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.redis and args.targets:
         raise UsageError("--targets and --redis exclude each other: targets live in one place")
-    if args.pin_workers and args.workers > usable_cores():
-        raise UsageError(
-            f"--pin-workers: {args.workers} workers cannot each have a core of their own: "
-            f"this process may use {usable_cores()}"
-        )
+    if args.pin_workers:
+        try:
+            worker_cores(0, args.workers, sorted(os.sched_getaffinity(0)))
+        except ValueError as exc:
+            raise UsageError(f"--pin-workers: {exc}") from None
     config = ServerConfig(
         default_profile=args.profile,
         max_sessions=args.max_sessions,
