@@ -44,7 +44,7 @@ from detectors.train.model import (
     input_size,
     materialize,
 )
-from detectors.train.train import command_line
+from detectors.train.train import command_line, width_scale_of
 
 INPUT_NAME = "images"
 THRESHOLD = 0.6
@@ -126,9 +126,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     checkpoint = torch.load(args.checkpoint, map_location="cpu")
-    supernet = FuNet()
-    supernet.load_state_dict(checkpoint["model"])
     train_args = checkpoint["args"]
+    width_scale = width_scale_of(checkpoint)
+    supernet = FuNet(width_scale=width_scale)
+    supernet.load_state_dict(checkpoint["model"])
     train_info = {
         "data": f"{train_args['images']} generated scenes {train_args['width']}x"
         f"{train_args['height']} (detectors.synth, training fonts and photos)",
@@ -138,7 +139,8 @@ def main(argv: list[str] | None = None) -> None:
         + " ".join(f"{t}={WIDTH[t]}" for t in TIERS)
         + ", input sides "
         + " ".join(f"{t}={INPUT_SCALE[t]}" for t in TIERS)
-        + ", switchable BN, sandwich rule, in-place distillation from l to the tiers at its size",
+        + ", switchable BN, sandwich rule, in-place distillation from l to the tiers at its size"
+        + ("" if width_scale == 1 else f", every layer's channels x{width_scale} (a teacher)"),
         "note": args.note,
         "command": command_line(train_args),
     }

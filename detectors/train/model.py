@@ -27,6 +27,8 @@ INPUT_SCALE = {"s": 0.5, "m": 1.0, "l": 1.0}
 """Each tier's input side as a fraction of the widest tier's: the smallest trades
 resolution for speed (a quarter of the pixels), so it also trains on shrunk scenes."""
 BASE_CHANNELS = {"c1": 16, "c2": 32, "c4": 64, "c8": 80, "c16": 96, "neck": 64}
+"""Channel counts of the shipped supernet's widest tier. A teacher trained only to be
+distilled into the shipped tiers multiplies them by its ``width_scale``."""
 BOX_SCALE = 16.0
 """The box branch predicts distances / BOX_SCALE, which keeps its raw outputs near 1."""
 HEAT_PRIOR = 0.01
@@ -47,9 +49,11 @@ def output_size(width: int, height: int) -> tuple[int, int]:
     return -(-width // STRIDE), -(-height // STRIDE)
 
 
-def channels(tier: str) -> dict[str, int]:
-    """Channel counts of ``tier``: base counts times its width, rounded up to a multiple of 8."""
-    return {k: max(8, -(-int(v * WIDTH[tier]) // 8) * 8) for k, v in BASE_CHANNELS.items()}
+def channels(tier: str, width_scale: float = 1.0) -> dict[str, int]:
+    """Channel counts of ``tier``: base counts times its width (and ``width_scale``), rounded up
+    to a multiple of 8."""
+    share = WIDTH[tier] * width_scale
+    return {k: max(8, -(-int(v * share) // 8) * 8) for k, v in BASE_CHANNELS.items()}
 
 
 # (name, input channel key or "rgb", output channel key or a number, kernel, stride)
@@ -76,18 +80,26 @@ OUTPUT_LAYERS = ("heat", "box")
 """Layers with a bias and no batch norm; every other layer is conv + BN + ReLU."""
 
 
-def _count(key: str | int, tier: str) -> int:
+def _count(key: str | int, tier: str, width_scale: float) -> int:
     if isinstance(key, int):
         return key
-    return 3 if key == "rgb" else channels(tier)[key]
+    return 3 if key == "rgb" else channels(tier, width_scale)[key]
 
 
 class SlimConv(nn.Module):
     """A convolution whose active channels depend on the tier, with one BN per tier."""
 
-    def __init__(self, name: str, cin: str, cout: str | int, kernel: int, stride: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        cin: str,
+        cout: str | int,
+        kernel: int,
+        stride: int,
+        width_scale: float = 1.0,
+    ) -> None:
         super().__init__()
-        self.io = {t: (_count(cin, t), _count(cout, t)) for t in TIERS}
+        self.io = {t: (_count(cin, t, width_scale), _count(cout, t, width_scale)) for t in TIERS}
         big_in, big_out = self.io["l"]
         self.stride, self.padding = stride, kernel // 2
         self.weight = nn.Parameter(torch.empty(big_out, big_in, kernel, kernel))
@@ -132,11 +144,16 @@ class FuNet(nn.Module):
 
     ``forward`` returns raw heat-map logits and raw box outputs (distances / BOX_SCALE)
     while training, and sigmoid heat map and pixel distances in export mode.
+    ``width_scale`` multiplies every layer's channels (new :class:`SlimConv` layers only).
     """
 
-    def __init__(self, layers: nn.ModuleDict | None = None, export: bool = False) -> None:
+    def __init__(
+        self, layers: nn.ModuleDict | None = None, export: bool = False, width_scale: float = 1.0
+    ) -> None:
         super().__init__()
-        self.layers = layers or nn.ModuleDict({spec[0]: SlimConv(*spec) for spec in LAYERS})
+        self.layers = layers or nn.ModuleDict(
+            {spec[0]: SlimConv(*spec, width_scale=width_scale) for spec in LAYERS}
+        )
         self.export = export
 
     def set_tier(self, tier: str) -> None:

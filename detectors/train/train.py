@@ -364,16 +364,31 @@ class SceneStream:
 
 
 def load_prefix(model: FuNet, state: dict[str, torch.Tensor]) -> None:
-    """Load ``state`` into ``model``, cutting wider tensors to the model's leading channels.
+    """Load ``state`` into ``model``'s leading channels, cutting wider tensors to fit.
 
     A slimmable net keeps its most useful channels first, so a checkpoint of
-    wider layers is a warm start for narrower ones.
+    wider layers is a warm start for narrower ones. Into a wider model, the
+    checkpoint fills the leading channels and the weights that read the extra
+    channels start at zero: the widened net computes what the checkpoint did,
+    and training finds uses for the extra channels (Net2Net-style widening).
     """
     own = model.state_dict()
     for name, value in state.items():
-        target = own[name]
-        own[name] = value[tuple(slice(0, n) for n in target.shape)] if value.dim() else value
+        if not value.dim():
+            own[name] = value
+            continue
+        target = own[name].clone()
+        if value.dim() == 4 and target.shape[1] > value.shape[1]:  # a conv reading more channels
+            target[:, value.shape[1] :] = 0
+        common = tuple(slice(0, min(a, b)) for a, b in zip(target.shape, value.shape, strict=True))
+        target[common] = value[common]
+        own[name] = target
     model.load_state_dict(own)
+
+
+def width_scale_of(checkpoint: dict[str, Any]) -> float:
+    """The ``--width-scale`` a checkpoint was trained at (1 for the shipped width)."""
+    return float(checkpoint.get("args", {}).get("width_scale", 1.0))
 
 
 def train(args: argparse.Namespace) -> None:
@@ -388,6 +403,7 @@ def train(args: argparse.Namespace) -> None:
             args.continue_from, checkpoint
         )
         vars(args).update(asdict(schedule))  # saved with the checkpoint: the schedule it ran
+        args.width_scale = width_scale_of(checkpoint)  # and the net it trained
         print(f"continuing {schedule} after {taken_steps} steps, {taken_seconds:.0f}s")
     else:
         schedule = Schedule(args.lr, args.warmup, args.minutes, args.max_steps)
@@ -419,7 +435,7 @@ def train(args: argparse.Namespace) -> None:
     stream.wait_for(min(args.images, args.min_ready))
     print(f"{stream.ready} scenes ready after {time.time() - start:.0f}s", flush=True)
 
-    model = FuNet()
+    model = FuNet(width_scale=args.width_scale)
     if checkpoint is not None:
         load_prefix(model, checkpoint["model"])
     model = model.to(device).to(memory_format=torch.channels_last)
@@ -524,8 +540,9 @@ def _flag(name: str) -> str:
 
 def frozen_supernet(path: Path, device: torch.device) -> FuNet:
     """The supernet of checkpoint ``path`` in eval mode, without gradients, on ``device``."""
-    net = FuNet()
-    load_prefix(net, torch.load(path, map_location="cpu")["model"])
+    checkpoint = torch.load(path, map_location="cpu")
+    net = FuNet(width_scale=width_scale_of(checkpoint))
+    load_prefix(net, checkpoint["model"])
     net.eval().requires_grad_(False)
     return net.to(device).to(memory_format=torch.channels_last)
 
@@ -573,6 +590,13 @@ def make_parser() -> argparse.ArgumentParser:
         type=share_argument,
         default=1.0,
         help="end this part when this share of the schedule is taken; --continue-from goes on",
+    )
+    parser.add_argument(
+        "--width-scale",
+        type=float,
+        default=1.0,
+        help="every layer's channels times this: above 1, a teacher for --teacher, never shipped "
+        "(a narrower --resume checkpoint widens into it, computing what it computed)",
     )
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)

@@ -48,3 +48,20 @@ def test_new_cards_start_from_the_tuned_fields_of_the_cards_they_replace(
             assert card.glyph_path.read_bytes() == (tuned_from / card.glyph_path.name).read_bytes()
             glyph_card = read_card_fields(out / written["glyph"]["card"])
             assert (out / glyph_card["fp32_model"]).exists()
+
+
+def test_a_wider_teacher_exports_with_its_channels_on_the_card(tmp_path: Path) -> None:
+    cards = {}
+    for width_scale in (1.0, 2.0):
+        args = vars(make_parser().parse_args(["--width-scale", str(width_scale)]))
+        state = FuNet(width_scale=width_scale).state_dict()
+        checkpoint = tmp_path / f"x{width_scale}.pt"
+        torch.save({"model": state, "args": args, "steps": 0}, checkpoint)
+        out = tmp_path / f"cards{width_scale}"
+        main(["--checkpoint", str(checkpoint), "--out", str(out), "--tiers", "s",
+              "--calibration", "2"])  # fmt: skip
+        cards[width_scale] = read_card_fields(out / "fu_s.fp32.json")
+    assert 3.5 < cards[2.0]["macs"] / cards[1.0]["macs"] < 4.5
+    described = {w: card["provenance"]["training"]["supernet"] for w, card in cards.items()}
+    assert described[2.0].endswith("channels x2.0 (a teacher)")
+    assert "teacher" not in described[1.0]

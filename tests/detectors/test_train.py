@@ -20,6 +20,7 @@ from detectors.train.train import (  # noqa: E402
     distill_loss,
     focal_loss,
     frozen_supernet,
+    load_prefix,
     main,
     make_parser,
     scene_hardness,
@@ -151,10 +152,14 @@ def test_without_a_peak_off_the_fu_the_hold_down_loss_is_zero_and_differentiable
     assert float(loss.detach()) == 0.0
 
 
-def test_a_frozen_supernet_computes_its_checkpoint_without_gradients(tmp_path: Path) -> None:
+@pytest.mark.parametrize("width_scale", [1.0, 1.5])
+def test_a_frozen_supernet_computes_its_checkpoint_without_gradients(
+    tmp_path: Path, width_scale: float
+) -> None:
     torch.manual_seed(0)
-    net = FuNet().eval()
-    torch.save({"model": net.state_dict(), "steps": 1}, tmp_path / "teacher.pt")
+    net = FuNet(width_scale=width_scale).eval()
+    args = {"width_scale": width_scale}
+    torch.save({"model": net.state_dict(), "args": args, "steps": 1}, tmp_path / "teacher.pt")
     frozen = frozen_supernet(tmp_path / "teacher.pt", torch.device("cpu"))
     assert not frozen.training
     assert not any(p.requires_grad for p in frozen.parameters())
@@ -163,6 +168,25 @@ def test_a_frozen_supernet_computes_its_checkpoint_without_gradients(tmp_path: P
         net.set_tier(tier)
         frozen.set_tier(tier)
         for theirs, ours in zip(net(x), frozen(x), strict=True):
+            torch.testing.assert_close(ours, theirs)
+
+
+def test_a_narrow_checkpoint_widens_into_a_net_that_computes_the_same() -> None:
+    torch.manual_seed(0)
+    narrow = FuNet()
+    for layer in narrow.modules():  # statistics as a trained net has them, not the defaults
+        if isinstance(layer, torch.nn.BatchNorm2d):
+            layer.running_mean.uniform_(-0.5, 0.5)
+            layer.running_var.uniform_(0.5, 2.0)
+    wide = FuNet(width_scale=2.0)
+    load_prefix(wide, narrow.state_dict())
+    assert wide.layers["conv8"].weight.shape[:2] == (128, 128)
+    narrow.eval(), wide.eval()
+    x = torch.rand(1, 3, 48, 64)
+    for tier in ("s", "l"):  # the tiers as wide as the widest; m only starts near its own
+        narrow.set_tier(tier)
+        wide.set_tier(tier)
+        for theirs, ours in zip(narrow(x), wide(x), strict=True):
             torch.testing.assert_close(ours, theirs)
 
 
@@ -182,12 +206,14 @@ def _train_tiny(*args: str) -> None:
     )  # fmt: skip
 
 
-def test_a_run_held_near_a_teacher_trains_and_saves(tmp_path: Path) -> None:
+def test_a_run_held_near_a_wider_teacher_trains_and_saves(tmp_path: Path) -> None:
     torch.manual_seed(0)
     torch.save({"model": FuNet().state_dict(), "steps": 5}, tmp_path / "start.pt")
+    teacher = {"model": FuNet(width_scale=1.5).state_dict(), "args": {"width_scale": 1.5}}
+    torch.save(teacher | {"steps": 9}, tmp_path / "teacher.pt")
     _train_tiny(
         "--max-steps", "2", "--warmup", "1", "--resume", str(tmp_path / "start.pt"),
-        "--teacher", str(tmp_path / "start.pt"), "--teacher-tiers", "l", "s",
+        "--teacher", str(tmp_path / "teacher.pt"), "--teacher-tiers", "l", "s",
         "--teacher-off-target",
         "--shift-weight", "1.0", "--hold-down-weight", "2.0", "--max-shift", "1.5",
         "--bare-ink-share", "0.5", "--upside-down-share", "0.4", "--hard-share", "0.5",
@@ -199,6 +225,16 @@ def test_a_run_held_near_a_teacher_trains_and_saves(tmp_path: Path) -> None:
     assert (saved["args"]["shift_weight"], saved["args"]["hold_down_weight"]) == (1.0, 2.0)
     assert (saved["args"]["bare_ink_share"], saved["args"]["upside_down_share"]) == (0.5, 0.4)
     assert saved["args"]["hard_share"] == 0.5
+
+
+def test_a_wider_run_starts_from_a_narrow_checkpoint(tmp_path: Path) -> None:
+    torch.save({"model": FuNet().state_dict(), "steps": 5}, tmp_path / "start.pt")
+    out = tmp_path / "out"
+    _train_tiny("--max-steps", "1", "--width-scale", "2", "--resume", str(tmp_path / "start.pt"),
+                "--out", str(out))  # fmt: skip
+    saved = torch.load(out / "supernet.pt", map_location="cpu")
+    assert saved["args"]["width_scale"] == 2.0
+    assert saved["model"]["layers.stem.weight"].shape[0] == 2 * 16
 
 
 @pytest.mark.parametrize("flag", ["--bare-ink-share", "--upside-down-share", "--hard-share"])
