@@ -162,6 +162,16 @@ class GlyphUse(BaseModel):
     rescue_min: float = Field(
         default=0.9, gt=0, le=1, description="score every view must give a candidate to rescue it"
     )
+    rescue_sure_min: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="score every view gives a rescue reported at rescue_sure_score; none: every "
+        "rescue at the threshold",
+    )
+    rescue_sure_score: Share | None = Field(
+        default=None, description="the score such a rescue is reported at (the threshold or more)"
+    )
 
 
 class DetectorCardFile(BaseModel):
@@ -243,6 +253,11 @@ class GlyphSpec:
     photo, mostly). Only a two-pass card (``zoom``) has candidates under its threshold.
     ``None``: no rescue; the check is asked only near a decision."""
     rescue_min: float = 0.9
+    rescue_sure_min: float | None = None
+    """A rescue whose every view reads at least this is reported at ``rescue_sure_score``
+    instead of the threshold: the recognizer all but certain is stronger evidence for the vote
+    than the weakest "福". ``None``: every rescue at the threshold."""
+    rescue_sure_score: float | None = None
 
     @property
     def views(self) -> int:
@@ -304,6 +319,8 @@ def _card(path: Path, data: object) -> ModelCard:
         raise ValueError(
             f"{shown(path)}: glyph.rescue_from: needs a zoom spec (candidates under the threshold)"
         )
+    if glyph is not None:
+        _check_sure_rescue(path, glyph, fields.threshold)
     return ModelCard(
         path=path,
         tier=fields.tier,
@@ -332,6 +349,23 @@ def read_glyph_card(path: Path) -> GlyphCardFile:
     return validate(GLYPH_CARD, read_data(path), path)
 
 
+def _check_sure_rescue(path: Path, glyph: GlyphSpec, threshold: float) -> None:
+    sure_min, sure_score = glyph.rescue_sure_min, glyph.rescue_sure_score
+    if (sure_min is None) != (sure_score is None):
+        problem = "rescue_sure_min and rescue_sure_score: give both or neither"
+    elif sure_min is None or sure_score is None:
+        return
+    elif glyph.rescue_from is None:
+        problem = "rescue_sure_min: needs rescue_from (there is no rescue)"
+    elif sure_min < glyph.rescue_min:
+        problem = f"rescue_sure_min: under rescue_min ({glyph.rescue_min})"
+    elif sure_score < threshold:
+        problem = f"rescue_sure_score: under the threshold ({threshold})"
+    else:
+        return
+    raise ValueError(f"{shown(path)}: glyph.{problem}")
+
+
 def _glyph_spec(card_path: Path, use: GlyphUse) -> GlyphSpec:
     glyph_card = card_path.parent / use.card
     if not glyph_card.is_file():
@@ -345,6 +379,8 @@ def _glyph_spec(card_path: Path, use: GlyphUse) -> GlyphSpec:
         macs=check.macs,
         rescue_from=use.rescue_from,
         rescue_min=use.rescue_min,
+        rescue_sure_min=use.rescue_sure_min,
+        rescue_sure_score=use.rescue_sure_score,
     )
 
 

@@ -146,19 +146,23 @@ class GlyphCheck:
 
         A detection under ``threshold`` (the card's) from ``spec.rescue_from`` up is raised to
         ``threshold`` if the check reads it as 福 at ``rescue_min`` in every view: the weakest
-        evidence the vote takes as "福", never more. Those it refuses stay as they scored if
-        that is ``keep_from`` (the detector's threshold, lower in ``eval-model``'s curve) or
-        more. Without ``rescue_from``, ``seen`` as it is.
+        evidence the vote takes as "福"; to ``spec.rescue_sure_score`` if every view reads it
+        at ``rescue_sure_min``. Those it refuses stay as they scored if that is ``keep_from``
+        (the detector's threshold, lower in ``eval-model``'s curve) or more. Without
+        ``rescue_from``, ``seen`` as it is.
         """
-        rescue_from = self.spec.rescue_from
-        if rescue_from is None:
+        spec = self.spec
+        if spec.rescue_from is None:
             return seen, 0
         kept, checks = [], 0
         for d in seen:
-            if rescue_from <= d.score < threshold:
+            if spec.rescue_from <= d.score < threshold:
                 checks += 1
-                if self.score(image, d.box) >= self.spec.rescue_min:
-                    kept.append(dataclasses.replace(d, score=threshold))
+                read = self.score(image, d.box)
+                if read >= spec.rescue_min:
+                    sure = spec.rescue_sure_min is not None and read >= spec.rescue_sure_min
+                    score = spec.rescue_sure_score if sure else None
+                    kept.append(dataclasses.replace(d, score=max(score or threshold, threshold)))
                     continue
             if d.score >= keep_from:
                 kept.append(d)

@@ -97,6 +97,10 @@ def card_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
+SURE = {"card": GLYPH_CARD, "rescue_from": 0.3, "rescue_sure_min": 0.99, "rescue_sure_score": 0.85}
+"""A glyph use whose sure rescues are reported at 0.85 (valid as it is)."""
+
+
 @pytest.mark.parametrize(
     ("card", "field", "value", "message"),
     [
@@ -138,6 +142,11 @@ def card_dir(tmp_path: Path) -> Path:
         (GLYPH_CARD, "min_score", ..., "min_score: field required"),
         ("fu_l.int8.json", "zoom", None, "glyph.rescue_from: needs a zoom spec"),
         ("fu_l.int8.json", "glyph.card", "nope.json", "glyph.card: no file nope.json beside"),
+        ("fu_l.int8.json", "glyph", SURE | {"rescue_sure_score": 1.0}, "Input should be less"),
+        ("fu_l.int8.json", "glyph", SURE | {"rescue_sure_score": None}, "give both or neither"),
+        ("fu_l.int8.json", "glyph", SURE | {"rescue_from": None}, "needs rescue_from"),
+        ("fu_l.int8.json", "glyph", SURE | {"rescue_sure_min": 0.8}, "under rescue_min (0.9)"),
+        ("fu_l.int8.json", "glyph", SURE | {"rescue_sure_score": 0.6}, "under the threshold"),
     ],
 )
 def test_a_bad_field_is_refused_naming_the_file_and_the_field(

@@ -227,6 +227,8 @@ def test_the_shipped_cards_of_both_profiles_tiers_carry_the_glyph_check() -> Non
 UNDER = 0.9999
 """A card threshold over what the shipped detector scores ``fu_frame``'s 福 (0.9-0.99), so that
 it is a candidate under the threshold; the stand-in glyph check decides its rescue."""
+SURE = 0.99995
+"""A score between ``UNDER`` and 1 that a rescue the check is sure of is reported at."""
 
 
 @pytest.mark.parametrize(
@@ -259,3 +261,19 @@ def test_a_candidate_under_the_threshold_is_rescued_if_the_glyph_check_reads_it_
         assert found.items[0].box == own.box  # the close-up's box, as without a rescue
     # each check is charged its two views (a tenth of a run each) beside both looks
     assert found.runs == pytest.approx(plain.detect(fu_frame).runs + checks * 0.2, rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("glyph", "threshold", "score"),
+    [
+        (0.995, None, SURE),  # every view at rescue_sure_min: the sure score
+        (0.95, None, UNDER),  # read as 福, not surely: the card's threshold
+        (0.995, 0.05, SURE),  # eval-model's curve: the same scores
+    ],
+)
+def test_a_rescue_the_glyph_check_is_sure_of_is_reported_at_its_score(  # type: ignore[no-untyped-def]
+    tmp_path, fu_frame, glyph, threshold, score
+) -> None:
+    sure = {"rescue_sure_min": 0.99, "rescue_sure_score": SURE}
+    detector = with_glyph(tmp_path, glyph, UNDER, threshold, rescue_from=0.3, **sure)
+    assert [d.score for d in detector.detect(fu_frame)] == [score]
