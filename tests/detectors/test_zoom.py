@@ -379,15 +379,17 @@ def test_a_fu_filling_the_screen_is_found_zoomed_out_and_passes_the_turned_check
     ("seed", "options"),
     [(2, CLOSE), (13, CLOSE), (15, CLOSE), (18236, SceneOptions())],  # close, and cut by an edge
 )
-def test_the_shipped_rescue_keeps_at_the_threshold_what_the_close_ups_alone_miss(
+def test_the_shipped_rescue_keeps_what_the_close_ups_alone_miss(
     seed: int, options: SceneOptions
 ) -> None:
     clip = make_clip(seed, n_frames=1, options=options)
     frame, truth = clip.frames[0], tuple(clip.boxes[0][0].tolist())
     # the shipped card with neither the zoomed-out look nor the extra fill
-    rescuing = with_zoom(find_card("l", "int8"), out_fill=None, extra_fills=None)
+    card = find_card("l", "int8")
+    rescuing = with_zoom(card, out_fill=None, extra_fills=None)
     (hit,) = [d for d in rescuing.detect(frame) if iou(d.box, truth) >= 0.5]
-    assert hit.score == rescuing.threshold  # kept at the threshold, as the weakest evidence
+    assert card.glyph is not None and card.glyph.rescue_sure_score is not None
+    assert hit.score == card.glyph.rescue_sure_score  # every glyph view sure of these 福
 
 
 def test_a_fu_the_first_look_saw_at_a_known_scale_gets_no_zoomed_out_look() -> None:

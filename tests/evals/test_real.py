@@ -166,7 +166,7 @@ def test_the_report_has_its_rows_and_names_the_stage_of_a_forced_miss(real_dir, 
     for path in models.glob("fu_[lms].*.json"):  # no close-up scores the threshold, none is rescued
         fields = read_card_fields(path) | {"threshold": 0.999}
         if "glyph" in fields:
-            fields["glyph"] = {k: v for k, v in fields["glyph"].items() if k != "rescue_from"}
+            fields["glyph"] = {k: v for k, v in fields["glyph"].items() if "rescue" not in k}
         write_card(path, fields)
     out = tmp_path / "report.json"
     status = run_py.main(
