@@ -138,6 +138,14 @@ class GlyphCheck:
         crops = [glyph_crop(image, box, side, c, channels) for c in self.spec.contexts]
         return float(self.scores(np.stack(crops)).min())
 
+    def _rescued(self, read: float, threshold: float) -> float:
+        """The score a rescue the check read at ``read`` is reported at: ``threshold``, or the
+        card's sure score where it has one and ``read`` reaches ``rescue_sure_min``."""
+        sure_min, sure_score = self.spec.rescue_sure_min, self.spec.rescue_sure_score
+        if sure_min is None or sure_score is None or read < sure_min:
+            return threshold
+        return max(sure_score, threshold)
+
     def rescued(
         self, image: ImageBGR, seen: list[Detection], threshold: float, keep_from: float
     ) -> tuple[list[Detection], int]:
@@ -160,9 +168,7 @@ class GlyphCheck:
                 checks += 1
                 read = self.score(image, d.box)
                 if read >= spec.rescue_min:
-                    sure = spec.rescue_sure_min is not None and read >= spec.rescue_sure_min
-                    score = spec.rescue_sure_score if sure else None
-                    kept.append(dataclasses.replace(d, score=max(score or threshold, threshold)))
+                    kept.append(dataclasses.replace(d, score=self._rescued(read, threshold)))
                     continue
             if d.score >= keep_from:
                 kept.append(d)
