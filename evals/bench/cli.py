@@ -73,7 +73,8 @@ from evals.bench.detector import (
 from evals.bench.machine import FPS, FRAME_MS, machine, measure_clock_ghz, peaks
 from evals.bench.ocr import OCR_CONFIGS, format_ocr, labelled_frames, ocr_scores, rapidocr_models
 from evals.bench.pipeline import SIZES, format_pipeline, pipeline_rows, pipeline_totals
-from evals.loadtest import add_bitrate_argument, add_phases_argument, clip_frames
+from evals.loadtest import add_bitrate_argument, add_phases_argument, clip_frames, worker_counts
+from stream.prefork import usable_cores
 
 SECTIONS = ("detector", "pipeline", "frame", "cores", "capacity", "bitrate", "ocr")
 
@@ -93,6 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--cores",
+        type=worker_counts,
         help="processes at once, cores section (default: 1, 2, 4, ... and every usable core)",
     )
     parser.add_argument(
@@ -207,18 +209,14 @@ def run_bench(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
         out(format_rows(rows_f))
         report["frame"] = [asdict(r) | {"ratio": r.ratio, "ratio_p90": r.ratio_p90} for r in rows_f]
     if "cores" in sections:
-        counts = (
-            [int(n) for n in args.cores.split(",") if n]
-            if args.cores
-            else core_counts(len(os.sched_getaffinity(0)))
-        )
-        rows_k = cores_rows(counts, clip_frames(FPS, args.clip), args.cores_seconds, tiers[-1])
+        counts = args.cores or core_counts(usable_cores())
+        core_rows = cores_rows(counts, clip_frames(FPS, args.clip), args.cores_seconds, tiers[-1])
         out(
             f"\n## Cores: one frame's CPU while other cores work ({tiers[-1]} INT8, 1 thread, "
             f"a pinned process a core, {args.cores_seconds:g} s a step)\n"
         )
-        out(format_cores(rows_k))
-        report["cores"] = [asdict(r) for r in rows_k]
+        out(format_cores(core_rows))
+        report["cores"] = [asdict(r) for r in core_rows]
     if "capacity" in sections:
         ladder = [int(n) for n in args.ladder.split(",") if n]
         transports = [t for t in args.transports.split(",") if t]

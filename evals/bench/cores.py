@@ -134,12 +134,14 @@ def _run(
 
 
 def format_cores(rows: Sequence[CoresRow]) -> str:
-    alone = rows[0].cpu_ms
+    """The rows as a table, each row's CPU ms against the first row's."""
+    first = rows[0]
     return table(
-        ["processes at once", "CPU ms a frame", "slowest process", "x one process", "frames"],
+        ["processes at once", "CPU ms a frame", "slowest process",
+         f"x {first.processes} at once", "frames"],
         [
             [str(r.processes), f"{r.cpu_ms:.2f}", f"{r.slowest_ms:.2f}",
-             f"{r.cpu_ms / alone:.2f}", str(r.frames)]
+             f"{r.cpu_ms / first.cpu_ms:.2f}", str(r.frames)]
             for r in rows
         ],
     )  # fmt: skip
